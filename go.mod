@@ -1,0 +1,3 @@
+module github.com/idalloc/idalloc
+
+go 1.26.8

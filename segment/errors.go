@@ -1,0 +1,22 @@
+package segment
+
+import "errors"
+
+// Sentinel errors; callers match them with errors.Is.
+var (
+	// ErrInvalidTag: the app_tag does not match ^[A-Za-z0-9_.:-]{1,64}$.
+	ErrInvalidTag = errors.New("invalid app_tag")
+	// ErrUnknownTag: no such tag in the store.
+	ErrUnknownTag = errors.New("unknown app_tag")
+	// ErrTagExists: CreateTag for a tag that is already there.
+	ErrTagExists = errors.New("app_tag already exists")
+	// ErrInvalidStep: CreateTag with a step below 1 or above the configured cap,
+	// or a start below 1.
+	ErrInvalidStep = errors.New("invalid step or start")
+	// ErrExhausted: the tag's ID space (int64) is used up.
+	ErrExhausted = errors.New("app_tag ID space exhausted")
+	// ErrUnavailable: no buffered IDs and the store did not deliver in time.
+	ErrUnavailable = errors.New("no buffered IDs and the store is unreachable")
+	// ErrClosed: the allocator is closed (draining).
+	ErrClosed = errors.New("allocator closed")
+)

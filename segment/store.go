@@ -1,0 +1,50 @@
+package segment
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the persistence the allocator needs: one row per tag holding the
+// highest ID ever handed to any instance. Implementations live in package store.
+type Store interface {
+	// Fetch reserves the next range for tag in one transaction:
+	// UPDATE max_id = max_id + delta, then read back max_id and the row's step.
+	// delta is step when step > 0, else the row's own step. The returned range is
+	// (MaxID-Size, MaxID]; it must only be returned after the commit succeeded.
+	// Errors: ErrUnknownTag when there is no row, ErrExhausted when max_id+delta
+	// would overflow int64; anything else is a store fault.
+	Fetch(ctx context.Context, tag string, step int64) (Fetched, error)
+
+	// GiveBack sets max_id to newMax only if it still equals oldMax
+	// (compare-and-set), returning whether it did. It hands unused IDs back on
+	// a graceful stop when no other instance advanced the row meanwhile.
+	GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bool, error)
+
+	// Tags lists every row.
+	Tags(ctx context.Context) ([]Tag, error)
+
+	// CreateTag inserts a row with max_id = Start-1. ErrTagExists when the row
+	// is there already.
+	CreateTag(ctx context.Context, t Tag) error
+
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+}
+
+// Fetched is the outcome of one Store.Fetch.
+type Fetched struct {
+	MaxID int64 // max_id after the update
+	Size  int64 // how much the update added: the range is (MaxID-Size, MaxID]
+	Step  int64 // the row's configured step (the adaptive step's floor)
+}
+
+// Tag is one row of the segments table.
+type Tag struct {
+	AppTag      string
+	MaxID       int64
+	Step        int64
+	Start       int64 // only for CreateTag: the first ID (default 1)
+	Description string
+	UpdateTime  time.Time
+}

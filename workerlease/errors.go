@@ -1,0 +1,18 @@
+// Package workerlease provides worker-ID leases for snowflake generators: a
+// lease is granted with a random token and a TTL judged by the database's
+// clock, renewed and released by compare-and-set on the token, and kept alive
+// by a Keeper that fences its holder: once the holder can no longer prove it
+// still holds the lease, it must stop issuing IDs.
+package workerlease
+
+import "errors"
+
+// Sentinel errors; match them with errors.Is.
+var (
+	ErrNoWorkerID      = errors.New("no worker ID available")
+	ErrInvalidWorkerID = errors.New("invalid worker ID")
+	ErrInvalidToken    = errors.New("invalid token: want 22 base64url characters")
+	ErrTokenMismatch   = errors.New("worker ID is held by another token")
+	ErrLeaseExpired    = errors.New("lease expired")
+	ErrNotAssigned     = errors.New("worker ID is not assigned")
+)

@@ -1,0 +1,50 @@
+package workerlease
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists leases in the worker_leases table. Expiry is judged by the
+// store's own clock (the database's NOW), never the caller's.
+type Store interface {
+	// Acquire grants a worker ID in [0, maxWorkerID] of cluster that is free:
+	// never held, released, or expired by the store's clock. It prefers IDs
+	// whose last_timestamp_ms is at or below nowMS (the caller's clock), then the
+	// lowest ID. The returned Lease carries the row's LastTimestampMS (0 when
+	// new). ErrNoWorkerID when every ID is held by a live lease. Two concurrent
+	// callers never get the same ID.
+	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
+
+	// Renew extends the lease held by token to now+ttl (store's clock), and
+	// raises last_timestamp_ms to lastTimestampMS if that is larger (it never
+	// decreases). Errors: ErrNotAssigned (no such row, or released),
+	// ErrTokenMismatch (held by another token), ErrLeaseExpired (this token's
+	// lease expired; renewing it is refused even if no one took it over).
+	Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (Lease, error)
+
+	// Release frees the lease only if token still holds it (compare-and-set):
+	// it can never free an ID someone else now holds. lastTimestampMS is raised as
+	// in Renew. Errors as Renew.
+	Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
+}
+
+// AcquireRequest is the input of Store.Acquire.
+type AcquireRequest struct {
+	Cluster     string
+	MaxWorkerID int64
+	Token       string
+	Holder      string // free text: host name, pid; for operators
+	TTL         time.Duration
+	NowMS       int64
+}
+
+// Lease is one holding of a worker ID.
+type Lease struct {
+	Cluster         string
+	WorkerID        int64
+	Token           string
+	Holder          string
+	ExpiresAt       time.Time // by the store's clock, UTC
+	LastTimestampMS int64     // highest timestamp any holder of this ID has reserved
+}
