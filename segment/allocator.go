@@ -2,10 +2,16 @@
 // it serves IDs from a reserved range in memory and fetches the next range in
 // the background once 10% of the current one is used, so the store is never
 // on the request path while buffered IDs remain.
+//
+// Guarantees: no ID is handed out twice, by this or any other allocator on the
+// same store; per tag, the IDs one caller receives strictly increase; Close
+// gives unused IDs back to the store when no one advanced the row meanwhile.
 package segment
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,50 +41,260 @@ type TagStats struct {
 	Issued   int64 // IDs handed out by this allocator since it started
 }
 
-// Allocator hands out IDs per tag. Goroutines it starts: the tag refresher
-// (one) and at most one fetch per tag at a time; Close stops and waits for all.
-type Allocator struct{}
+// minReloadGap bounds the tag-list reloads that misses (unknown tags) can
+// cause, so a flood of unknown tags costs the store at most one query a second.
+const minReloadGap = time.Second
 
-// New loads the tag list and starts the refresher.
-func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) { panic("todo") }
+// Allocator hands out IDs per tag. It starts one goroutine that reloads the
+// tag list, and at most one fetch goroutine per tag at a time; Close stops
+// and waits for all of them.
+type Allocator struct {
+	store Store
+	cfg   Config
 
-// Next returns the next ID of tag.
-func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) { panic("todo") }
+	// tags is replaced whole (copy on write) so lookups take no lock.
+	tags       atomic.Pointer[map[string]*buffer]
+	tagsMu     sync.Mutex   // serialises replacements of tags
+	reloadMu   sync.Mutex   // one reload at a time; misses TryLock it
+	lastReload atomic.Int64 // UnixNano of the last reload's start
 
-// NextN fills dst with len(dst) strictly increasing IDs of tag.
-func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error { panic("todo") }
+	closed    atomic.Bool
+	closing   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+}
 
-// Buffered returns the IDs of tag buffered in memory.
-func (a *Allocator) Buffered(tag string) (int64, error) { panic("todo") }
-
-// TotalBuffered returns the IDs buffered over all tags.
-func (a *Allocator) TotalBuffered() int64 { panic("todo") }
-
-// Stats reports every known tag.
-func (a *Allocator) Stats() []TagStats { panic("todo") }
-
-// Tags lists the store's rows.
-func (a *Allocator) Tags(ctx context.Context) ([]Tag, error) { panic("todo") }
-
-// CreateTag adds a tag to the store and makes it servable at once.
-func (a *Allocator) CreateTag(ctx context.Context, t Tag) error { panic("todo") }
-
-// Close stops issuing, waits for background work and gives back unused IDs.
-func (a *Allocator) Close(ctx context.Context) error { panic("todo") }
-
-// ValidTag reports whether s matches ^[A-Za-z0-9_.:-]{1,64}$.
-func ValidTag(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
+// New loads the tag list and starts the refresher. It fails only when the
+// first tag list cannot be read.
+func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
+	if cfg.MaxStep <= 0 {
+		cfg.MaxStep = 1_000_000
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '_', c == '.', c == ':', c == '-':
-		default:
-			return false
+	if cfg.TagRefresh <= 0 {
+		cfg.TagRefresh = 10 * time.Second
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = time.Second
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &Allocator{store: store, cfg: cfg, closing: make(chan struct{})}
+	a.tags.Store(&map[string]*buffer{})
+	if err := a.reload(ctx); err != nil {
+		return nil, err
+	}
+	a.wg.Add(1)
+	go a.refreshLoop()
+	return a, nil
+}
+
+func (a *Allocator) now() time.Time { return a.cfg.Now() }
+
+// Next returns the next ID of tag. Errors: ErrInvalidTag, ErrUnknownTag,
+// ErrUnavailable (nothing buffered and the store did not deliver within
+// WaitTimeout), ErrExhausted, ErrClosed.
+func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
+	b, err := a.buffer(ctx, tag)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		id, _, s, ok := b.claim(1)
+		if ok {
+			return id, nil
+		}
+		if err := b.advance(ctx, s); err != nil {
+			return 0, err
 		}
 	}
-	return true
+}
+
+// NextN fills dst with len(dst) strictly increasing IDs of tag. A batch larger
+// than what is buffered spans segments, so its IDs are not always contiguous.
+// On error, the IDs already claimed for dst are discarded, never reissued.
+func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
+	b, err := a.buffer(ctx, tag)
+	if err != nil {
+		return err
+	}
+	for filled := 0; filled < len(dst); {
+		first, last, s, ok := b.claim(int64(len(dst) - filled))
+		if !ok {
+			if err := b.advance(ctx, s); err != nil {
+				return err
+			}
+			continue
+		}
+		for id := first; id <= last; id++ {
+			dst[filled] = id
+			filled++
+		}
+	}
+	return nil
+}
+
+// Buffered returns the IDs of tag buffered in memory.
+func (a *Allocator) Buffered(tag string) (int64, error) {
+	b, err := a.buffer(context.Background(), tag)
+	if err != nil {
+		return 0, err
+	}
+	return b.stats().Buffered, nil
+}
+
+// TotalBuffered returns the IDs buffered over all tags.
+func (a *Allocator) TotalBuffered() int64 {
+	var n int64
+	for _, b := range *a.tags.Load() {
+		n += b.stats().Buffered
+	}
+	return n
+}
+
+// Stats reports every known tag.
+func (a *Allocator) Stats() []TagStats {
+	m := *a.tags.Load()
+	out := make([]TagStats, 0, len(m))
+	for _, b := range m {
+		out = append(out, b.stats())
+	}
+	return out
+}
+
+func (b *buffer) stats() TagStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.cur.Load()
+	st := TagStats{AppTag: b.tag, Step: b.step, Buffered: s.left(), Issued: b.retired + s.size() - s.left()}
+	if b.next != nil {
+		st.Buffered += b.next.size()
+	}
+	return st
+}
+
+// Tags lists the store's rows.
+func (a *Allocator) Tags(ctx context.Context) ([]Tag, error) {
+	return a.store.Tags(ctx)
+}
+
+// CreateTag adds a tag to the store and serves it at once. Start 0 means 1.
+// Errors: ErrInvalidTag, ErrInvalidStep (step outside [1, MaxStep] or start
+// below 1), ErrTagExists.
+func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
+	if !ValidTag(t.AppTag) {
+		return ErrInvalidTag
+	}
+	if t.Start == 0 {
+		t.Start = 1
+	}
+	if t.Step < 1 || t.Step > a.cfg.MaxStep || t.Start < 1 || t.Start > maxUsable {
+		return ErrInvalidStep
+	}
+	if err := a.store.CreateTag(ctx, t); err != nil {
+		return err
+	}
+	a.addTags([]string{t.AppTag})
+	return nil
+}
+
+// buffer finds tag's buffer. A miss reloads the tag list, at most once per
+// minReloadGap however many misses arrive, so unknown tags cannot flood the
+// store.
+func (a *Allocator) buffer(ctx context.Context, tag string) (*buffer, error) {
+	if b := (*a.tags.Load())[tag]; b != nil {
+		return b, nil
+	}
+	if !ValidTag(tag) {
+		return nil, ErrInvalidTag
+	}
+	if a.closed.Load() {
+		return nil, ErrClosed
+	}
+	if a.sinceReload() < minReloadGap || !a.reloadMu.TryLock() {
+		return nil, ErrUnknownTag
+	}
+	defer a.reloadMu.Unlock()
+	if b := (*a.tags.Load())[tag]; b != nil {
+		return b, nil
+	}
+	if a.sinceReload() < minReloadGap {
+		return nil, ErrUnknownTag
+	}
+	if err := a.reloadLocked(ctx); err != nil {
+		return nil, ErrUnavailable
+	}
+	if b := (*a.tags.Load())[tag]; b != nil {
+		return b, nil
+	}
+	return nil, ErrUnknownTag
+}
+
+func (a *Allocator) sinceReload() time.Duration {
+	return a.now().Sub(time.Unix(0, a.lastReload.Load()))
+}
+
+func (a *Allocator) reload(ctx context.Context) error {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	return a.reloadLocked(ctx)
+}
+
+func (a *Allocator) reloadLocked(ctx context.Context) error {
+	a.lastReload.Store(a.now().UnixNano())
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.FetchTimeout)
+	defer cancel()
+	rows, err := a.store.Tags(ctx)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.AppTag
+	}
+	a.addTags(names)
+	return nil
+}
+
+// addTags makes tags servable. Tags that vanish from the store are kept: their
+// buffered IDs are still reserved and unique.
+func (a *Allocator) addTags(names []string) {
+	a.tagsMu.Lock()
+	defer a.tagsMu.Unlock()
+	old := *a.tags.Load()
+	var m map[string]*buffer
+	for _, name := range names {
+		if _, ok := old[name]; ok || !ValidTag(name) {
+			continue
+		}
+		if m == nil {
+			m = make(map[string]*buffer, len(old)+len(names))
+			for k, v := range old {
+				m[k] = v
+			}
+		}
+		m[name] = newBuffer(a, name)
+	}
+	if m != nil {
+		a.tags.Store(&m)
+	}
+}
+
+func (a *Allocator) refreshLoop() {
+	defer a.wg.Done()
+	t := time.NewTicker(a.cfg.TagRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.closing:
+			return
+		case <-t.C:
+			// A failed reload keeps the list it has; the next tick tries again.
+			_ = a.reload(context.Background())
+		}
+	}
 }

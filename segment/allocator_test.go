@@ -1,0 +1,251 @@
+package segment_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+func newAllocator(tb testing.TB, st segment.Store, cfg segment.Config) *segment.Allocator {
+	tb.Helper()
+	a, err := segment.New(context.Background(), st, cfg)
+	if err != nil {
+		tb.Fatalf("segment.New: %v", err)
+	}
+	tb.Cleanup(func() { _ = a.Close(context.Background()) })
+	return a
+}
+
+// drain takes n IDs of tag from a in one goroutine, checking they increase.
+func drain(a *segment.Allocator, tag string, n int) ([]int64, error) {
+	ids := make([]int64, 0, n)
+	for i := 0; i < n; i++ {
+		id, err := a.Next(context.Background(), tag)
+		if err != nil {
+			return ids, fmt.Errorf("id %d: %w", i, err)
+		}
+		if len(ids) > 0 && id <= ids[len(ids)-1] {
+			return ids, fmt.Errorf("id %d: got %d after %d, want strictly increasing", i, id, ids[len(ids)-1])
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// concurrentDrain runs workers goroutines each taking n IDs from its own
+// allocator (allocs[i%len(allocs)]) and fails on any duplicate.
+func concurrentDrain(t *testing.T, allocs []*segment.Allocator, tag string, workers, n int) map[int64]bool {
+	t.Helper()
+	results := make(chan []int64, workers)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(a *segment.Allocator) {
+			defer wg.Done()
+			ids, err := drain(a, tag, n)
+			if err != nil {
+				errs <- err
+			}
+			results <- ids
+		}(allocs[w%len(allocs)])
+	}
+	wg.Wait()
+	close(results)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	seen := make(map[int64]bool, workers*n)
+	for ids := range results {
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("duplicate ID %d", id)
+			}
+			seen[id] = true
+		}
+	}
+	if got, want := len(seen), workers*n; got != want {
+		t.Fatalf("got %d unique IDs, want %d", got, want)
+	}
+	return seen
+}
+
+func TestConcurrentNoDuplicates(t *testing.T) {
+	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
+	a := newAllocator(t, st, segment.Config{})
+	concurrentDrain(t, []*segment.Allocator{a}, "t", 64, 5000)
+}
+
+func TestFirstIDsAreOneTwoThree(t *testing.T) {
+	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100000})
+	a := newAllocator(t, st, segment.Config{})
+	ids, err := drain(a, "t", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(ids), "[1 2 3]"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+func TestCloseGivesBackAndRestartContinues(t *testing.T) {
+	for _, step := range []int64{1, 7, 100000} {
+		t.Run(fmt.Sprint("step ", step), func(t *testing.T) {
+			st := newFakeStore(segment.Tag{AppTag: "t", Step: step})
+			var last int64
+			for round := 0; round < 3; round++ {
+				a, err := segment.New(context.Background(), st, segment.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, err := drain(a, "t", 25)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := ids[0], last+1; got != want {
+					t.Fatalf("round %d: first ID got %d, want %d", round, got, want)
+				}
+				last = ids[len(ids)-1]
+				if err := a.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := st.maxID("t"), last; got != want {
+					t.Fatalf("round %d: max_id after Close got %d, want %d", round, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
+	st := newFakeStore(segment.Tag{AppTag: "t", Step: 50})
+	old, err := segment.New(context.Background(), st, segment.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := drain(old, "t", 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// old is never closed: a crash. Its prefetched segment is simply lost.
+	fresh := newAllocator(t, st, segment.Config{})
+	next, err := drain(fresh, "t", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next[0] <= ids[len(ids)-1] {
+		t.Fatalf("after abandon got %d, want above %d", next[0], ids[len(ids)-1])
+	}
+}
+
+func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
+	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
+	a := newAllocator(t, st, segment.Config{})
+	if _, err := drain(a, "t", 2); err != nil { // fetches (0,10] and prefetches (10,30]
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 28 })
+	other := newAllocator(t, st, segment.Config{})
+	if _, err := drain(other, "t", 2); err != nil { // takes (30,40], prefetches (40,60]
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { n, _ := other.Buffered("t"); return n == 28 })
+	if err := other.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.maxID("t"), int64(32); got != want {
+		t.Fatalf("after other's Close max_id got %d, want %d", got, want)
+	}
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// a's unused IDs 3..30 lie below other's 31 and 32: giving them back
+	// would let those be fetched again, so they are wasted and max_id stays.
+	if got, want := st.maxID("t"), int64(32); got != want {
+		t.Fatalf("after a's Close max_id got %d, want %d", got, want)
+	}
+}
+
+func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
+	st := newFakeStore(segment.Tag{AppTag: "t", Step: 1000})
+	a := newAllocator(t, st, segment.Config{})
+	if _, err := drain(a, "t", 101); err != nil { // 10% of the first segment
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 899+2000 })
+	st.failing.Store(true)
+	// Everything buffered is served with the store down.
+	if _, err := drain(a, "t", 899+2000); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := a.Next(context.Background(), "t")
+	if !errors.Is(err, segment.ErrUnavailable) {
+		t.Fatalf("with nothing buffered and the store down got %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("ErrUnavailable took %v, want at most the wait bound", took)
+	}
+	st.failing.Store(false)
+	waitFor(t, func() bool { _, err := a.Next(context.Background(), "t"); return err == nil })
+}
+
+func TestAdaptiveStep(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
+	a := newAllocator(t, st, segment.Config{Now: clock.Now, MaxStep: 400})
+	steps := []struct {
+		lasted time.Duration
+		want   int64
+	}{
+		{0, 100},               // first fetch: the row's step
+		{time.Minute, 200},     // lasted under 15 min: double
+		{time.Minute, 400},     // again, up to MaxStep
+		{time.Minute, 400},     // capped
+		{20 * time.Minute, 400}, // between 15 and 30 min: keep
+		{31 * time.Minute, 200}, // over 30 min: halve
+		{31 * time.Minute, 100},
+		{31 * time.Minute, 100}, // never below the row's step
+	}
+	for i, s := range steps {
+		clock.Add(s.lasted)
+		before := st.fetches.Load()
+		n, _ := a.Buffered("t")
+		if n > 0 {
+			if _, err := drain(a, "t", int(n)); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := a.Next(context.Background(), "t"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return st.fetches.Load() > before })
+		waitFor(t, func() bool { return stepOf(a, "t") == s.want })
+		_ = i
+	}
+}
+
+func stepOf(a *segment.Allocator, tag string) int64 {
+	for _, s := range a.Stats() {
+		if s.AppTag == tag {
+			return s.Step
+		}
+	}
+	return -1
+}
+
+func waitFor(tb testing.TB, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatal("condition not met within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

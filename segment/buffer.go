@@ -1,0 +1,244 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxUsable is the highest ID the allocator hands out. The last 2^32 values of
+// int64 stay unused so that the atomic cursor, which concurrent callers may push
+// past a segment's end, can never wrap around into valid IDs.
+const maxUsable = math.MaxInt64 - 1<<32
+
+// span is one reserved range [start, end]. cursor is the next ID to hand out;
+// callers claim IDs with one atomic add, so the range is served lock-free.
+type span struct {
+	cursor     atomic.Int64
+	start, end int64
+	prefetchAt int64 // the ID whose issue starts the background prefetch
+}
+
+func newSpan(start, end int64) *span {
+	s := &span{start: start, end: end, prefetchAt: start + (end-start+1)/10}
+	s.cursor.Store(start)
+	return s
+}
+
+// empty is the span of a tag that has nothing buffered yet: every claim on it
+// fails and sends the caller to the slow path.
+func emptySpan() *span { return newSpan(1, 0) }
+
+func (s *span) size() int64 { return max(0, s.end-s.start+1) }
+
+// left is how many IDs remain unclaimed.
+func (s *span) left() int64 { return max(0, s.end-max(s.cursor.Load(), s.start)+1) }
+
+// buffer is the double buffer of one tag: cur is served lock-free; mu guards
+// everything else, and is never held across I/O.
+type buffer struct {
+	a   *Allocator
+	tag string
+	cur atomic.Pointer[span]
+
+	mu        sync.Mutex
+	next      *span         // the prefetched segment, nil when none
+	fetching  bool          // a fetch loop is running (at most one per tag)
+	ready     chan struct{} // closed and replaced whenever a fetch attempt ends
+	failing   bool          // the last fetch attempt failed
+	lastErr   error
+	lastTry   time.Time // when the last fetch attempt ended
+	step      int64     // the adaptive step of the last fetch; 0 before the first
+	rowStep   int64     // the row's own step: the adaptive step's floor
+	lastFetch time.Time // when the last successful fetch ended
+	retired   int64     // IDs issued from segments no longer current
+}
+
+func newBuffer(a *Allocator, tag string) *buffer {
+	b := &buffer{a: a, tag: tag, ready: make(chan struct{})}
+	b.cur.Store(emptySpan())
+	return b
+}
+
+// claim takes up to n IDs from the current segment. ok is false when the
+// segment had none left; s is the segment tried, for advance.
+func (b *buffer) claim(n int64) (first, last int64, s *span, ok bool) {
+	s = b.cur.Load()
+	v := s.cursor.Add(n)
+	first = v - n
+	if first > s.end {
+		return 0, 0, s, false
+	}
+	last = min(v-1, s.end)
+	if first <= s.prefetchAt && s.prefetchAt <= last {
+		b.prefetch()
+	}
+	return first, last, s, true
+}
+
+// prefetch starts the background fetch of the next segment unless one is
+// buffered or under way already.
+func (b *buffer) prefetch() {
+	b.mu.Lock()
+	if b.next == nil && !b.fetching {
+		b.startFetchLocked()
+	}
+	b.mu.Unlock()
+}
+
+// advance is the slow path, entered when segment s ran out: it switches to the
+// prefetched segment, or waits a bounded time for the fetch under way. A nil
+// error means the caller should claim again.
+func (b *buffer) advance(ctx context.Context, s *span) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	b.mu.Lock()
+	for {
+		if b.a.closed.Load() {
+			b.mu.Unlock()
+			return ErrClosed
+		}
+		if b.cur.Load() != s {
+			b.mu.Unlock()
+			return nil
+		}
+		if b.next != nil {
+			b.retired += s.size()
+			b.cur.Store(b.next)
+			b.next = nil
+			b.mu.Unlock()
+			return nil
+		}
+		switch {
+		case b.fetching && b.failing:
+			// The store is failing and the loop is backing off: answer now
+			// rather than hold the request until the next attempt.
+			b.mu.Unlock()
+			return ErrUnavailable
+		case !b.fetching && b.failing && isFinal(b.lastErr) && b.a.now().Sub(b.lastTry) < time.Second:
+			err := b.lastErr
+			b.mu.Unlock()
+			return err
+		case !b.fetching:
+			b.startFetchLocked()
+		}
+		ready := b.ready
+		b.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(b.a.cfg.WaitTimeout)
+		}
+		select {
+		case <-ready:
+		case <-timer.C:
+			return ErrUnavailable
+		case <-ctx.Done():
+			return ErrUnavailable
+		case <-b.a.closing:
+			return ErrClosed
+		}
+		b.mu.Lock()
+		if b.failing && b.next == nil && b.cur.Load() == s {
+			err := b.lastErr
+			b.mu.Unlock()
+			if isFinal(err) {
+				return err
+			}
+			return ErrUnavailable
+		}
+	}
+}
+
+// isFinal reports errors that retrying will not cure.
+func isFinal(err error) bool {
+	return errors.Is(err, ErrUnknownTag) || errors.Is(err, ErrExhausted)
+}
+
+func (b *buffer) startFetchLocked() {
+	b.fetching = true
+	b.a.wg.Add(1)
+	go b.fetchLoop()
+}
+
+// fetchLoop fetches one segment, retrying store faults with backoff while
+// requests keep being served from what is buffered. It owns b.fetching.
+func (b *buffer) fetchLoop() {
+	defer b.a.wg.Done()
+	backoff := 50 * time.Millisecond
+	for {
+		b.mu.Lock()
+		step := b.nextStepLocked()
+		b.mu.Unlock()
+
+		// Not derived from the allocator's lifetime: a fetch under way when
+		// Close starts is finished, so its range can still be given back.
+		ctx, cancel := context.WithTimeout(context.Background(), b.a.cfg.FetchTimeout)
+		began := b.a.now()
+		f, err := b.a.store.Fetch(ctx, b.tag, step)
+		cancel()
+		ended := b.a.now()
+		if obs := b.a.cfg.Observer; obs != nil {
+			obs.Fetched(b.tag, ended.Sub(began), err)
+		}
+		if err == nil && f.MaxID-f.Size+1 > maxUsable {
+			err = ErrExhausted
+		}
+
+		b.mu.Lock()
+		b.lastTry = ended
+		if err == nil {
+			b.next = newSpan(f.MaxID-f.Size+1, min(f.MaxID, maxUsable))
+			b.step, b.rowStep, b.lastFetch = f.Size, f.Step, ended
+			b.failing, b.lastErr = false, nil
+		} else {
+			b.failing, b.lastErr = true, err
+		}
+		close(b.ready)
+		b.ready = make(chan struct{})
+		if err == nil || isFinal(err) || b.a.closed.Load() {
+			b.fetching = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-b.a.closing:
+			t.Stop()
+			b.mu.Lock()
+			b.fetching = false
+			b.mu.Unlock()
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// nextStepLocked is Leaf's adaptive step: a segment that lasted under 15
+// minutes doubles the step, one that lasted over 30 minutes halves it, never
+// below the row's step nor (unless the row's step is larger) above MaxStep.
+// 0 asks the store for the row's own step.
+func (b *buffer) nextStepLocked() int64 {
+	if b.step == 0 {
+		return 0
+	}
+	step := b.step
+	lasted := b.a.now().Sub(b.lastFetch)
+	switch {
+	case lasted < 15*time.Minute:
+		if 2*step <= b.a.cfg.MaxStep {
+			step *= 2
+		}
+	case lasted >= 30*time.Minute:
+		step /= 2
+	}
+	return max(step, b.rowStep)
+}
