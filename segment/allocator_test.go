@@ -204,10 +204,10 @@ func TestAdaptiveStep(t *testing.T) {
 		lasted time.Duration
 		want   int64
 	}{
-		{0, 100},               // first fetch: the row's step
-		{time.Minute, 200},     // lasted under 15 min: double
-		{time.Minute, 400},     // again, up to MaxStep
-		{time.Minute, 400},     // capped
+		{0, 100},                // first fetch: the row's step
+		{time.Minute, 200},      // lasted under 15 min: double
+		{time.Minute, 400},      // again, up to MaxStep
+		{time.Minute, 400},      // capped
 		{20 * time.Minute, 400}, // between 15 and 30 min: keep
 		{31 * time.Minute, 200}, // over 30 min: halve
 		{31 * time.Minute, 100},

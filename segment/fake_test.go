@@ -19,9 +19,9 @@ type fakeStore struct {
 	failing atomic.Bool // every call fails while set
 	// failAfter, when above 0, makes every fetch after that many fail.
 	failAfter atomic.Int64
-	fetches atomic.Int64
-	lists   atomic.Int64
-	delay   time.Duration // added to each Fetch
+	fetches   atomic.Int64
+	lists     atomic.Int64
+	delay     time.Duration // added to each Fetch
 }
 
 var errDown = &downError{}

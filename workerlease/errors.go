@@ -15,4 +15,8 @@ var (
 	ErrTokenMismatch   = errors.New("worker ID is held by another token")
 	ErrLeaseExpired    = errors.New("lease expired")
 	ErrNotAssigned     = errors.New("worker ID is not assigned")
+
+	ErrInvalidCluster   = errors.New("invalid cluster: want 1 to 64 characters of A-Z a-z 0-9 _ . : -")
+	ErrInvalidTimestamp = errors.New("invalid last_timestamp_ms: want 0 or more")
+	ErrInvalidConfig    = errors.New("invalid workerlease config")
 )
