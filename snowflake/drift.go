@@ -1,0 +1,58 @@
+package snowflake
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// spinThreshold is how much of a wait is spun rather than slept: time.Sleep
+// overshoots by up to about a millisecond on Linux, and each millisecond
+// overslept at the end of a sequence is up to 4096 IDs not issued.
+const spinThreshold = 2 * time.Millisecond
+
+// clockBehind applies the drift tiers when the clock reads before lastMS;
+// g.mu must be held. A nil return means it waited and the caller should read
+// the clock again.
+//
+// Drift is measured to the start of lastMS, the millisecond the last ID
+// carries: the moment the generator can issue again (or, with the sequence
+// used up or at the StartAfterMS floor, one millisecond before it).
+func (g *Generator) clockBehind(now time.Time) error {
+	target := time.UnixMilli(g.lastMS)
+	behind := target.Sub(now)
+	switch {
+	case behind <= g.block:
+		g.waitUntil(now, target)
+		return nil
+	case !g.issued:
+		// The floor is the previous holder's history, not ours: our clock
+		// may simply be slower than theirs, so another instance (or later)
+		// can still serve.
+		return fmt.Errorf("clock is %v behind the floor %d (StartAfterMS or the epoch): %w", behind, g.lastMS, ErrClockDriftTryLater)
+	case behind <= g.errMax:
+		return fmt.Errorf("clock is %v behind the last issued timestamp %d: %w", behind, g.lastMS, ErrClockDriftTryLater)
+	default:
+		g.stopErr = fmt.Errorf("clock fell %v behind the last issued timestamp %d, more than %v: %w",
+			behind, g.lastMS, g.errMax, ErrClockDriftTooLargeToRecover)
+		return g.stopErr
+	}
+}
+
+// waitUntil blocks until the clock reads until, given that it read now.
+// g.mu stays held: every other caller needs the same millisecond anyway.
+func (g *Generator) waitUntil(now, until time.Time) {
+	d := until.Sub(now)
+	if g.sleep != nil {
+		g.sleep(d)
+		return
+	}
+	if d > spinThreshold {
+		time.Sleep(d - spinThreshold)
+	}
+	// until has no monotonic reading, so this compares wall clocks, the
+	// clock IDs are stamped with.
+	for g.now().Before(until) {
+		runtime.Gosched()
+	}
+}

@@ -1,0 +1,148 @@
+package snowflake
+
+import (
+	"fmt"
+	"time"
+)
+
+const (
+	// TimeBits is the width of the timestamp field: 2^41 ms is about 69.7 years.
+	TimeBits = 41
+	// DefaultWorkerBits is the worker-ID width used when none is given,
+	// leaving 12 bits (4096 IDs per ms) for the sequence.
+	DefaultWorkerBits = 10
+	// lowBits is shared by the worker and sequence fields; with the sign bit
+	// and TimeBits it fills 64 bits.
+	lowBits = 63 - TimeBits
+	// maxElapsedMS is the highest millisecond offset from the epoch an ID can carry.
+	maxElapsedMS = 1<<TimeBits - 1
+)
+
+// defaultEpochMS is 2026-01-01T00:00:00Z: a recent epoch leaves the most of
+// the 69.7 years ahead (uid-generator's 2016 epoch with 28 bits of seconds ran
+// out in 2024).
+const defaultEpochMS = 1767225600000
+
+// Layout says how an ID's 63 usable bits split into timestamp, worker ID and
+// sequence. Make one with NewLayout; the zero Layout is invalid.
+type Layout struct {
+	// Epoch is the instant timestamps count from, whole milliseconds in UTC.
+	Epoch time.Time
+	// TimeBits is always 41.
+	TimeBits int
+	// WorkerBits is the worker-ID width, 1..21.
+	WorkerBits int
+	// SequenceBits is 22 - WorkerBits.
+	SequenceBits int
+}
+
+// Parts is an ID taken apart by Layout.Decompose.
+type Parts struct {
+	ID          int64
+	Time        time.Time // the timestamp as a UTC time
+	TimestampMS int64     // the timestamp in Unix milliseconds
+	WorkerID    int64
+	Sequence    int64
+}
+
+// NewLayout returns the layout for epoch and workerBits. A zero epoch means
+// 2026-01-01T00:00:00Z and 0 worker bits mean DefaultWorkerBits. The epoch is
+// truncated to the millisecond, since IDs cannot carry less.
+//
+// It returns ErrInvalidLayout for worker bits outside 1..21 or an epoch
+// outside the years 1..9999. It does not judge how long the layout lasts; New
+// refuses one that runs out within 10 years.
+func NewLayout(epoch time.Time, workerBits int) (Layout, error) {
+	if epoch.IsZero() {
+		epoch = time.UnixMilli(defaultEpochMS)
+	}
+	if workerBits == 0 {
+		workerBits = DefaultWorkerBits
+	}
+	if workerBits < 1 || workerBits > lowBits-1 {
+		return Layout{}, fmt.Errorf("worker bits %d outside 1..%d: %w", workerBits, lowBits-1, ErrInvalidLayout)
+	}
+	if !epochInRange(epoch) {
+		return Layout{}, fmt.Errorf("epoch %s outside the years 1..9999: %w", epoch.Format(time.RFC3339), ErrInvalidLayout)
+	}
+	return Layout{
+		Epoch:        time.UnixMilli(epoch.UnixMilli()).UTC(),
+		TimeBits:     TimeBits,
+		WorkerBits:   workerBits,
+		SequenceBits: lowBits - workerBits,
+	}, nil
+}
+
+// epochInRange bounds the epoch to the years 1..9999, which keeps every
+// Unix-millisecond sum in this package clear of overflow.
+func epochInRange(epoch time.Time) bool {
+	y := epoch.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
+// check refuses hand-made layouts whose shifts would corrupt IDs.
+func (l Layout) check() error {
+	if l.TimeBits != TimeBits || l.WorkerBits < 1 || l.WorkerBits > lowBits-1 ||
+		l.SequenceBits != lowBits-l.WorkerBits {
+		return fmt.Errorf("layout %d/%d/%d bits: %w", l.TimeBits, l.WorkerBits, l.SequenceBits, ErrInvalidLayout)
+	}
+	if !epochInRange(l.Epoch) {
+		return fmt.Errorf("layout epoch %s outside the years 1..9999: %w", l.Epoch.Format(time.RFC3339), ErrInvalidLayout)
+	}
+	return nil
+}
+
+// MaxWorkerID returns the highest worker ID the layout can carry, 2^WorkerBits-1.
+func (l Layout) MaxWorkerID() int64 { return 1<<l.WorkerBits - 1 }
+
+// MaxSequence returns the highest sequence number, 2^SequenceBits-1: a worker
+// issues at most MaxSequence+1 IDs per millisecond.
+func (l Layout) MaxSequence() int64 { return 1<<l.SequenceBits - 1 }
+
+// End returns the first instant the time bits cannot carry.
+func (l Layout) End() time.Time {
+	return time.UnixMilli(l.Epoch.UnixMilli() + maxElapsedMS + 1).UTC()
+}
+
+// Compose builds the ID for a Unix-millisecond timestamp, worker ID and
+// sequence. It returns ErrInvalidID for a timestamp before the epoch or a
+// sequence out of range, ErrTimeExhausted for a timestamp at or after End,
+// ErrInvalidWorkerID for a worker ID out of range, and ErrInvalidLayout for a
+// layout NewLayout did not make.
+func (l Layout) Compose(unixMS, workerID, sequence int64) (int64, error) {
+	if err := l.check(); err != nil {
+		return 0, err
+	}
+	epochMS := l.Epoch.UnixMilli()
+	switch {
+	case unixMS < epochMS: // compared before subtracting, which could overflow
+		return 0, fmt.Errorf("timestamp %d before epoch %d: %w", unixMS, epochMS, ErrInvalidID)
+	case unixMS-epochMS > maxElapsedMS:
+		return 0, fmt.Errorf("timestamp %d at or after %s: %w", unixMS, l.End().Format(time.RFC3339), ErrTimeExhausted)
+	case workerID < 0 || workerID > l.MaxWorkerID():
+		return 0, fmt.Errorf("worker ID %d outside 0..%d: %w", workerID, l.MaxWorkerID(), ErrInvalidWorkerID)
+	case sequence < 0 || sequence > l.MaxSequence():
+		return 0, fmt.Errorf("sequence %d outside 0..%d: %w", sequence, l.MaxSequence(), ErrInvalidID)
+	}
+	return (unixMS-epochMS)<<lowBits | workerID<<l.SequenceBits | sequence, nil
+}
+
+// Decompose takes an ID apart. Every non-negative int64 is a well-formed ID
+// of every layout; it returns ErrInvalidID for a negative one and
+// ErrInvalidLayout for a layout NewLayout did not make.
+func (l Layout) Decompose(id int64) (Parts, error) {
+	if err := l.check(); err != nil {
+		return Parts{}, err
+	}
+	if id < 0 {
+		return Parts{}, fmt.Errorf("id %d is negative: %w", id, ErrInvalidID)
+	}
+	ts := id>>lowBits + l.Epoch.UnixMilli()
+	return Parts{
+		ID:          id,
+		Time:        time.UnixMilli(ts).UTC(),
+		TimestampMS: ts,
+		WorkerID:    id >> l.SequenceBits & l.MaxWorkerID(),
+		Sequence:    id & l.MaxSequence(),
+	}, nil
+}

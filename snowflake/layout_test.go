@@ -1,0 +1,188 @@
+package snowflake
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestNewLayout(t *testing.T) {
+	epoch := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name       string
+		epoch      time.Time
+		workerBits int
+		want       Layout
+		wantErr    error
+	}{
+		{"zero means defaults", time.Time{}, 0, Layout{time.UnixMilli(defaultEpochMS).UTC(), 41, 10, 12}, nil},
+		{"one worker bit", epoch, 1, Layout{epoch, 41, 1, 21}, nil},
+		{"sixteen worker bits", epoch, 16, Layout{epoch, 41, 16, 6}, nil},
+		{"twenty-one worker bits", epoch, 21, Layout{epoch, 41, 21, 1}, nil},
+		{"epoch truncated to the millisecond", epoch.Add(1_999_999 * time.Nanosecond), 10, Layout{epoch.Add(time.Millisecond), 41, 10, 12}, nil},
+		{"epoch in another zone", epoch.In(time.FixedZone("X", 3600)), 10, Layout{epoch, 41, 10, 12}, nil},
+		{"twenty-two worker bits", epoch, 22, Layout{}, ErrInvalidLayout},
+		{"negative worker bits", epoch, -1, Layout{}, ErrInvalidLayout},
+		{"epoch after year 9999", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), 10, Layout{}, ErrInvalidLayout},
+		{"epoch before year 1", time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC), 10, Layout{}, ErrInvalidLayout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewLayout(tt.epoch, tt.workerBits)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("NewLayout(%v, %d) error = %v, want %v", tt.epoch, tt.workerBits, err, tt.wantErr)
+			}
+			if !got.Epoch.Equal(tt.want.Epoch) || got.Epoch.Location() != time.UTC ||
+				got.TimeBits != tt.want.TimeBits || got.WorkerBits != tt.want.WorkerBits || got.SequenceBits != tt.want.SequenceBits {
+				t.Errorf("NewLayout(%v, %d) = %+v, want %+v", tt.epoch, tt.workerBits, got, tt.want)
+			}
+		})
+	}
+}
+
+// elapsed is a distinctive offset from the epoch: 0x123456789 << 22 is
+// 0x48D159E2400000, so the worker and sequence fields show in the low 22 bits.
+const elapsed = 0x123456789
+
+func TestComposeExactBits(t *testing.T) {
+	tests := []struct {
+		workerBits  int
+		elapsedMS   int64
+		worker, seq int64
+		want        int64
+		maxWorker   int64
+		maxSequence int64
+	}{
+		{1, elapsed, 1, 0x0ABCDE, 0x48D159E26ABCDE, 1, 0x1FFFFF},
+		{1, elapsed, 0, 0x1FFFFF, 0x48D159E25FFFFF, 1, 0x1FFFFF},
+		{5, elapsed, 0x15, 0x1ABCD, 0x48D159E26BABCD, 31, 0x1FFFF},
+		{10, elapsed, 5, 7, 0x48D159E2405007, 1023, 4095},
+		{10, elapsed, 0x3FF, 0xFFF, 0x48D159E27FFFFF, 1023, 4095},
+		{10, 1, 0, 0, 0x400000, 1023, 4095},
+		{10, 0, 0, 1, 1, 1023, 4095},
+		{10, 0, 1, 0, 0x1000, 1023, 4095},
+		{16, elapsed, 0xBEEF, 0x2A, 0x48D159E26FBBEA, 0xFFFF, 63},
+		{16, 0, 0, 0, 0, 0xFFFF, 63},
+		{16, 1<<41 - 1, 0xFFFF, 63, 0x7FFFFFFFFFFFFFFF, 0xFFFF, 63},
+	}
+	for _, tt := range tests {
+		l, err := NewLayout(time.Time{}, tt.workerBits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.MaxWorkerID() != tt.maxWorker || l.MaxSequence() != tt.maxSequence {
+			t.Errorf("bits %d: MaxWorkerID, MaxSequence = %d, %d, want %d, %d",
+				tt.workerBits, l.MaxWorkerID(), l.MaxSequence(), tt.maxWorker, tt.maxSequence)
+		}
+		unixMS := defaultEpochMS + tt.elapsedMS
+		got, err := l.Compose(unixMS, tt.worker, tt.seq)
+		if err != nil || got != tt.want {
+			t.Errorf("bits %d: Compose(%d, %#x, %#x) = %#x, %v, want %#x", tt.workerBits, unixMS, tt.worker, tt.seq, got, err, tt.want)
+			continue
+		}
+		want := Parts{ID: tt.want, Time: time.UnixMilli(unixMS).UTC(), TimestampMS: unixMS, WorkerID: tt.worker, Sequence: tt.seq}
+		if p, err := l.Decompose(got); err != nil || p != want {
+			t.Errorf("bits %d: Decompose(%#x) = %+v, %v, want %+v", tt.workerBits, got, p, err, want)
+		}
+	}
+}
+
+func TestComposeKnownDecimal(t *testing.T) {
+	// 2026-11-21T10:00:00.123Z is 28029600123 ms (324 days, 10h, 123ms)
+	// after the default epoch: 28029600123<<22 + 7<<12 + 42 = 117564663914328106.
+	l, _ := NewLayout(time.Time{}, 0)
+	ms := time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC).UnixMilli()
+	got, err := l.Compose(ms, 7, 42)
+	if err != nil || got != 117564663914328106 {
+		t.Errorf("Compose(%d, 7, 42) = %d, %v, want 117564663914328106", ms, got, err)
+	}
+}
+
+func TestComposeRejectsOutOfRangeParts(t *testing.T) {
+	l, _ := NewLayout(time.Time{}, 10)
+	epochMS := l.Epoch.UnixMilli()
+	tests := []struct {
+		name                string
+		unixMS, worker, seq int64
+		wantErr             error
+	}{
+		{"before the epoch", epochMS - 1, 0, 0, ErrInvalidID},
+		{"far before the epoch", -1 << 63, 0, 0, ErrInvalidID},
+		{"at End", l.End().UnixMilli(), 0, 0, ErrTimeExhausted},
+		{"far after End", 1<<63 - 1, 0, 0, ErrTimeExhausted},
+		{"negative worker", epochMS, -1, 0, ErrInvalidWorkerID},
+		{"worker above max", epochMS, 1024, 0, ErrInvalidWorkerID},
+		{"negative sequence", epochMS, 0, -1, ErrInvalidID},
+		{"sequence above max", epochMS, 0, 4096, ErrInvalidID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if id, err := l.Compose(tt.unixMS, tt.worker, tt.seq); !errors.Is(err, tt.wantErr) {
+				t.Errorf("Compose(%d, %d, %d) = %d, %v, want %v", tt.unixMS, tt.worker, tt.seq, id, err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := l.Compose(l.End().UnixMilli()-1, 1023, 4095); err != nil {
+		t.Errorf("Compose at the last millisecond: %v, want nil", err)
+	}
+}
+
+func TestDecompose(t *testing.T) {
+	l, _ := NewLayout(time.Time{}, 10)
+	for _, id := range []int64{-1, -1 << 63} {
+		if _, err := l.Decompose(id); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("Decompose(%d) error = %v, want %v", id, err, ErrInvalidID)
+		}
+	}
+	for _, bad := range []Layout{{}, {Epoch: l.Epoch, TimeBits: 41, WorkerBits: 10, SequenceBits: 13}} {
+		if _, err := bad.Decompose(1); !errors.Is(err, ErrInvalidLayout) {
+			t.Errorf("%+v.Decompose(1) error = %v, want %v", bad, err, ErrInvalidLayout)
+		}
+		if _, err := bad.Compose(defaultEpochMS, 0, 0); !errors.Is(err, ErrInvalidLayout) {
+			t.Errorf("%+v.Compose error = %v, want %v", bad, err, ErrInvalidLayout)
+		}
+	}
+}
+
+func TestComposeDecomposeRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, bits := range []int{1, 5, 10, 16, 21} {
+		l, _ := NewLayout(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), bits)
+		epochMS := l.Epoch.UnixMilli()
+		for range 10000 {
+			want := Parts{
+				TimestampMS: epochMS + r.Int64N(1<<41),
+				WorkerID:    r.Int64N(l.MaxWorkerID() + 1),
+				Sequence:    r.Int64N(l.MaxSequence() + 1),
+			}
+			id, err := l.Compose(want.TimestampMS, want.WorkerID, want.Sequence)
+			if err != nil {
+				t.Fatalf("bits %d: Compose(%+v): %v", bits, want, err)
+			}
+			want.ID, want.Time = id, time.UnixMilli(want.TimestampMS).UTC()
+			if got, err := l.Decompose(id); err != nil || got != want {
+				t.Fatalf("bits %d: Decompose(Compose(%+v)) = %+v, %v", bits, want, got, err)
+			}
+			// And the other way: every non-negative int64 is some ID.
+			raw := r.Int64()
+			p, err := l.Decompose(raw)
+			if err != nil {
+				t.Fatalf("bits %d: Decompose(%d): %v", bits, raw, err)
+			}
+			if back, err := l.Compose(p.TimestampMS, p.WorkerID, p.Sequence); err != nil || back != raw {
+				t.Fatalf("bits %d: Compose(Decompose(%d)) = %d, %v", bits, raw, back, err)
+			}
+		}
+	}
+}
+
+func TestLayoutEnd(t *testing.T) {
+	l, _ := NewLayout(time.Time{}, 0)
+	if got, want := l.End().Sub(l.Epoch), time.Duration(1<<41)*time.Millisecond; got != want {
+		t.Errorf("End - Epoch = %v, want %v", got, want)
+	}
+	if got, want := l.End(), time.Date(2095, 9, 7, 15, 47, 35, 552_000_000, time.UTC); !got.Equal(want) {
+		t.Errorf("End() = %v, want %v", got, want)
+	}
+}
