@@ -3,6 +3,13 @@
 // clock, renewed and released by compare-and-set on the token, and kept alive
 // by a Keeper that fences its holder: once the holder can no longer prove it
 // still holds the lease, it must stop issuing IDs.
+//
+// Service validates and serves the lease calls of the HTTP API; Keeper keeps
+// this process's own lease; Source issues snowflake IDs under it. The
+// guarantee they build together: no ID is issued while the lease may have
+// lapsed, and a later holder of the same worker ID issues only IDs above its
+// predecessor's, even when its clock is behind. MemoryStore is a Store for
+// tests and single-process use.
 package workerlease
 
 import "errors"

@@ -1,0 +1,98 @@
+package workerlease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/store/storetest"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// TestHandOverOnRealStores runs the lease protocol against every store
+// driver: a Keeper's Source issues IDs, Close hands the worker ID back, and
+// the next holder gets a floor above every ID issued.
+func TestHandOverOnRealStores(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			st := d.Open(t)
+			cfg := workerlease.Config{Cluster: "it", MaxWorkerID: 3, TTL: 10 * time.Second}
+			svc, err := workerlease.NewService(st, cfg)
+			if err != nil {
+				t.Fatalf("NewService: %v", err)
+			}
+			k, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc})
+			if err != nil {
+				t.Fatalf("NewKeeper: %v", err)
+			}
+			src, err := workerlease.NewSource(k, snowflake.Settings{WorkerBits: 2})
+			if err != nil {
+				t.Fatalf("NewSource: %v", err)
+			}
+			k.Start(ctx)
+			for {
+				if _, ok := k.Lease(); ok {
+					break
+				}
+				if ctx.Err() != nil {
+					k.Close(context.Background(), 0)
+					t.Fatalf("no lease within the timeout")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			first, _ := k.Lease()
+
+			ids := make([]int64, 5000)
+			if err := src.NextN(ids); err != nil {
+				t.Fatalf("NextN: %v", err)
+			}
+			last, err := src.Layout().Decompose(ids[len(ids)-1])
+			if err != nil {
+				t.Fatalf("Decompose: %v", err)
+			}
+			if got, want := last.WorkerID, first.WorkerID; got != want {
+				t.Errorf("IDs carry worker ID %d, want %d", got, want)
+			}
+			if err := k.Close(ctx, src.LastTimestampMS()); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+
+			_, err = svc.Renew(ctx, "", first.WorkerID, first.Token, 0)
+			if !errors.Is(err, workerlease.ErrNotAssigned) {
+				t.Errorf("Renew after Close: error = %v, want %v", err, workerlease.ErrNotAssigned)
+			}
+			// The released ID is reserved ahead of now, so a holder whose
+			// clock is an hour behind gets the other IDs first; fill them.
+			behind := time.Now().Add(-time.Hour)
+			late, err := workerlease.NewService(st, workerlease.Config{
+				Cluster: "it", MaxWorkerID: 3, TTL: 10 * time.Second,
+				Now: func() time.Time { return behind },
+			})
+			if err != nil {
+				t.Fatalf("NewService: %v", err)
+			}
+			var next workerlease.Lease
+			for range 4 {
+				if next, err = late.Acquire(ctx, "", ""); err != nil {
+					t.Fatalf("Acquire: %v", err)
+				}
+				if next.WorkerID == first.WorkerID {
+					break
+				}
+				if next.LastTimestampMS != 0 {
+					t.Errorf("worker ID %d: LastTimestampMS = %d, want 0", next.WorkerID, next.LastTimestampMS)
+				}
+			}
+			if next.WorkerID != first.WorkerID {
+				t.Fatalf("worker ID %d never granted again", first.WorkerID)
+			}
+			if next.LastTimestampMS <= last.TimestampMS {
+				t.Errorf("next holder's floor %d, want above the last ID's timestamp %d", next.LastTimestampMS, last.TimestampMS)
+			}
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package workerlease
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+var _ Store = (*MemoryStore)(nil)
+
+// MemoryStore is a Store kept in memory, with the semantics documented on
+// Store and expiry judged by its own injected clock, which plays the
+// database's. It serves tests and single-process use; it is safe for
+// concurrent use.
+type MemoryStore struct {
+	now func() time.Time
+
+	mu   sync.Mutex
+	rows map[memKey]*memRow
+}
+
+type memKey struct {
+	cluster  string
+	workerID int64
+}
+
+// memRow mirrors a worker_leases row. A released row keeps its
+// lastTimestampMS: the next holder must still start after it.
+type memRow struct {
+	token           string
+	holder          string
+	expiresAt       time.Time
+	released        bool
+	lastTimestampMS int64
+}
+
+// NewMemoryStore returns an empty MemoryStore whose clock is now (nil means
+// time.Now).
+func NewMemoryStore(now func() time.Time) *MemoryStore {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemoryStore{now: now, rows: make(map[memKey]*memRow)}
+}
+
+// Acquire implements Store.
+func (m *MemoryStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	pick := int64(-1)
+	for id := int64(0); id <= req.MaxWorkerID; id++ {
+		r := m.rows[memKey{req.Cluster, id}]
+		if r != nil && r.live(now) {
+			continue
+		}
+		if r == nil || r.lastTimestampMS <= req.NowMS {
+			pick = id
+			break
+		}
+		if pick < 0 {
+			pick = id // free but reserved ahead of the caller's clock: last resort
+		}
+	}
+	if pick < 0 {
+		return Lease{}, ErrNoWorkerID
+	}
+	k := memKey{req.Cluster, pick}
+	r := m.rows[k]
+	if r == nil {
+		r = &memRow{}
+		m.rows[k] = r
+	}
+	r.token, r.holder, r.released = req.Token, req.Holder, false
+	r.expiresAt = now.Add(req.TTL).UTC()
+	return r.lease(k), nil
+}
+
+// Renew implements Store.
+func (m *MemoryStore) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := memKey{cluster, workerID}
+	r, err := m.held(k, token)
+	if err != nil {
+		return Lease{}, err
+	}
+	r.expiresAt = m.now().Add(ttl).UTC()
+	r.lastTimestampMS = max(r.lastTimestampMS, lastTimestampMS)
+	return r.lease(k), nil
+}
+
+// Release implements Store.
+func (m *MemoryStore) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.held(memKey{cluster, workerID}, token)
+	if err != nil {
+		return err
+	}
+	r.released = true
+	r.lastTimestampMS = max(r.lastTimestampMS, lastTimestampMS)
+	return nil
+}
+
+// held is the compare-and-set guard shared by Renew and Release.
+func (m *MemoryStore) held(k memKey, token string) (*memRow, error) {
+	r := m.rows[k]
+	switch {
+	case r == nil || r.released:
+		return nil, ErrNotAssigned
+	case r.token != token:
+		return nil, ErrTokenMismatch
+	case !r.live(m.now()):
+		return nil, ErrLeaseExpired
+	}
+	return r, nil
+}
+
+// live mirrors the SQL stores' "expires_at > NOW(6)".
+func (r *memRow) live(now time.Time) bool {
+	return !r.released && r.expiresAt.After(now)
+}
+
+func (r *memRow) lease(k memKey) Lease {
+	return Lease{
+		Cluster:         k.cluster,
+		WorkerID:        k.workerID,
+		Token:           r.token,
+		Holder:          r.holder,
+		ExpiresAt:       r.expiresAt,
+		LastTimestampMS: r.lastTimestampMS,
+	}
+}
