@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// migrateMain is `idalloc migrate`: it carries every tag from one store to
+// another so that no ID repeats after the move. For each source row the
+// target's max_id is raised to at least the source's (never lowered), by the
+// same UPDATE max_id = max_id + delta a fetch uses; missing rows are created.
+// Run it with every instance on the source stopped (gracefully, so their
+// unused IDs are back in the source first).
+func migrateMain(args []string) error {
+	fs := flag.NewFlagSet("idalloc migrate", flag.ContinueOnError)
+	fromDriver := fs.String("from-driver", "sqlite", "source driver: sqlite or mysql")
+	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN")
+	toDriver := fs.String("to-driver", "mysql", "target driver: sqlite or mysql")
+	toDSN := fs.String("to-dsn", "", "target DSN")
+	initSchema := fs.Bool("init-schema", false, "apply schema.sql to a MySQL target first")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *toDSN == "" {
+		return errors.New("-to-dsn is required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	from, err := openStore(ctx, *fromDriver, *fromDSN, false)
+	if err != nil {
+		return fmt.Errorf("open source: %w", err)
+	}
+	defer from.Close()
+	to, err := openStore(ctx, *toDriver, *toDSN, *initSchema)
+	if err != nil {
+		return fmt.Errorf("open target: %w", err)
+	}
+	defer to.Close()
+	return migrateTags(ctx, from, to, func(line string) { fmt.Fprintln(os.Stdout, line) })
+}
+
+func migrateTags(ctx context.Context, from, to segment.Store, report func(string)) error {
+	src, err := from.Tags(ctx)
+	if err != nil {
+		return fmt.Errorf("read source tags: %w", err)
+	}
+	dst, err := to.Tags(ctx)
+	if err != nil {
+		return fmt.Errorf("read target tags: %w", err)
+	}
+	have := make(map[string]segment.Tag, len(dst))
+	for _, t := range dst {
+		have[t.AppTag] = t
+	}
+	for _, t := range src {
+		cur, ok := have[t.AppTag]
+		switch {
+		case !ok:
+			err = to.CreateTag(ctx, segment.Tag{AppTag: t.AppTag, Step: t.Step, Start: t.MaxID + 1, Description: t.Description})
+			report(fmt.Sprintf("%s: created, max_id %d", t.AppTag, t.MaxID))
+		case cur.MaxID < t.MaxID:
+			_, err = to.Fetch(ctx, t.AppTag, t.MaxID-cur.MaxID)
+			report(fmt.Sprintf("%s: max_id raised from %d to %d", t.AppTag, cur.MaxID, t.MaxID))
+		default:
+			report(fmt.Sprintf("%s: target max_id %d already >= %d", t.AppTag, cur.MaxID, t.MaxID))
+		}
+		if err != nil {
+			return fmt.Errorf("migrate %q: %w", t.AppTag, err)
+		}
+	}
+	return nil
+}
