@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(tb testing.TB, body string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+func TestShippedConfigIsTheDefault(t *testing.T) {
+	got, err := loadConfig("config.json", true, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := defaultConfig().validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.shutdownDrain != want.shutdownDrain ||
+		got.leaseTTL != want.leaseTTL || !got.epoch.Equal(want.epoch) || got.randomStart != want.randomStart {
+		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
+	}
+}
+
+func TestBadConfigNamesTheKey(t *testing.T) {
+	cases := []struct{ body, key string }{
+		{`{"driver":"postgres"}`, `"driver"`},
+		{`{"dsn":""}`, `"dsn"`},
+		{`{"http_addr":""}`, `"http_addr"`},
+		{`{"max_batch":0}`, `"max_batch"`},
+		{`{"max_batch":"ten"}`, `"max_batch"`},
+		{`{"shutdown_drain":"soon"}`, `"shutdown_drain"`},
+		{`{"segment":{"max_step":0}}`, `"segment.max_step"`},
+		{`{"segment":{"tag_refresh":"1ms"}}`, `"segment.tag_refresh"`},
+		{`{"segment":{"max_step":"big"}}`, `"segment.max_step"`},
+		{`{"snowflake":{"worker_bits":22}}`, `"snowflake.worker_bits"`},
+		{`{"snowflake":{"epoch":"yesterday"}}`, `"snowflake.epoch"`},
+		{`{"snowflake":{"cluster":"a b"}}`, `"snowflake.cluster"`},
+		{`{"snowflake":{"lease_ttl":"10ms"}}`, `"snowflake.lease_ttl"`},
+		{`{"snowflake":{"max_drift_block":"2s","max_drift_error":"1s"}}`, `"snowflake.max_drift_error"`},
+		{`{"snowflake":{"random_sequence_start":"yes"}}`, `"snowflake.random_sequence_start"`},
+		{`{"no_such_key":1}`, `"no_such_key"`},
+		{`{"driver":"sqlite"} {}`, `trailing`},
+		{`{`, `unexpected EOF`},
+	}
+	for _, c := range cases {
+		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("config %s: got error %v, want one naming %s", c.body, err, c.key)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("config %s: error spans lines: %q", c.body, err)
+		}
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	env := map[string]string{
+		"IDALLOC_HTTP_ADDR": "127.0.0.1:9999", "IDALLOC_DRIVER": "mysql",
+		"IDALLOC_DSN": "u:p@tcp(db:3306)/ids", "IDALLOC_ADMIN_TOKEN": "s3cret",
+	}
+	got, err := loadConfig(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
+		got.AdminToken != "s3cret" || got.shutdownDrain != time.Second {
+		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
+	}
+}
+
+func TestMissingConfig(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.json")
+	if _, err := loadConfig(missing, false, noEnv); err != nil {
+		t.Fatalf("implicit config.json absent: got %v, want the defaults", err)
+	}
+	if _, err := loadConfig(missing, true, noEnv); err == nil {
+		t.Fatal("explicit -config absent: got no error")
+	}
+}

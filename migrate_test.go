@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store/storetest"
+)
+
+// The documented move from the embedded store to MySQL: IDs after it are
+// above every ID before it, also for a tag the target already had.
+func TestMigrateSQLiteToEachDriver(t *testing.T) {
+	for _, target := range storetest.Drivers() {
+		t.Run(target.Name, func(t *testing.T) {
+			ctx := context.Background()
+			from := storetest.SQLite().Open(t)
+			if err := from.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 10, Start: 1}); err != nil {
+				t.Fatal(err)
+			}
+			before := map[string]int64{}
+			a, err := segment.New(ctx, from, segment.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tag := range []string{"test_business", "order"} {
+				for i := 0; i < 25; i++ {
+					if before[tag], err = a.Next(ctx, tag); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := a.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			to := target.Open(t) // has test_business at max_id 0, no "order"
+			if err := migrateTags(ctx, from, to, func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := segment.New(ctx, to, segment.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(ctx)
+			for tag, last := range before {
+				id, err := b.Next(ctx, tag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if id != last+1 {
+					t.Errorf("%s: first ID after the move got %d, want %d", tag, id, last+1)
+				}
+			}
+			// Running it twice changes nothing: max_id is never lowered.
+			if err := migrateTags(ctx, from, to, func(string) {}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
