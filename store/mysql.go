@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+)
+
+// schemaMySQL is a copy of the repository's schema.sql (go:embed cannot
+// reach outside the package); a test keeps the two identical.
+//
+//go:generate cp ../schema.sql schema.sql
+//go:embed schema.sql
+var schemaMySQL string
+
+// MySQL error numbers (mysqld_error.h).
+const (
+	erDupEntry = 1062
+	erDeadlock = 1213
+)
+
+// Defaults for a DSN that sets no timeouts: without them a frozen server
+// makes calls hang forever instead of failing.
+const (
+	defaultDialTimeout  = 3 * time.Second
+	defaultReadTimeout  = 5 * time.Second
+	defaultWriteTimeout = 5 * time.Second
+)
+
+// Pool limits. Connections are recycled well before the 5 minutes after
+// which proxies and load balancers commonly drop idle TCP connections.
+const (
+	mysqlMaxOpenConns    = 16
+	mysqlMaxIdleConns    = 4
+	mysqlConnMaxLifetime = 3 * time.Minute
+)
+
+var mysqlDialect = dialect{
+	expand: strings.NewReplacer(
+		"{now}", "NOW(3)",
+		"{now+ms}", "(NOW(3) + INTERVAL (? * 1000) MICROSECOND)",
+		"{greatest}", "GREATEST",
+		"{for update}", "FOR UPDATE",
+	),
+	isDuplicate: func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
+	isLostRace: func(err error) bool {
+		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock)
+	},
+}
+
+func mysqlErrorIs(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
+}
+
+// MySQLOptions tunes OpenMySQL.
+type MySQLOptions struct {
+	// InitSchema applies schema.sql (creating missing tables and the
+	// test_business row) before OpenMySQL returns. Without it the tables must
+	// exist; a seed-style segments table works as it is.
+	InitSchema bool
+}
+
+// MySQL is a store on MySQL, MariaDB, TiDB or Vitess. It is safe for
+// concurrent use and holds a pool of at most 16 connections.
+type MySQL struct{ db }
+
+// OpenMySQL connects to the database named by dsn (go-sql-driver/mysql
+// format, e.g. "user:pass@tcp(host:3306)/idalloc") and checks that it
+// answers. Whatever the DSN says, it reads times as UTC (parseTime, loc=UTC,
+// session time_zone '+00:00') and counts matched rather than changed rows
+// (clientFoundRows), which the compare-and-set statements rely on; it adds
+// dial/read/write timeouts of 3s/5s/5s where the DSN sets none. Errors: an
+// invalid DSN, an unreachable server, or a failed schema; none of them
+// contains the password.
+func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, error) {
+	cfg, err := mysqlConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	x := sqlx.NewDb(sql.OpenDB(conn), "mysql")
+	x.SetMaxOpenConns(mysqlMaxOpenConns)
+	x.SetMaxIdleConns(mysqlMaxIdleConns)
+	x.SetConnMaxLifetime(mysqlConnMaxLifetime)
+	m := &MySQL{db{x: x, dialect: mysqlDialect}}
+
+	err = m.Ping(ctx)
+	if err == nil && opts.InitSchema {
+		err = applySchema(ctx, x, schemaMySQL)
+	}
+	if err != nil {
+		_ = x.Close() // the open error is the one to report
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return m, nil
+}
+
+// mysqlConfig parses dsn and forces the settings the store relies on.
+func mysqlConfig(dsn string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		// The driver's parse errors never quote the DSN, so no password leaks.
+		return nil, fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.ClientFoundRows = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	// DATETIME holds no zone: NOW(3) and the values read back must both be UTC.
+	cfg.Params["time_zone"] = "'+00:00'"
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultDialTimeout
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = defaultReadTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
+	}
+	return cfg, nil
+}

@@ -1,0 +1,36 @@
+-- idalloc schema for MySQL and MariaDB (TiDB and Vitess accept it too).
+-- Applying it again is harmless: tables are created only when missing and
+-- the seeded row is inserted only when absent.
+--
+-- Keys and tokens compare byte for byte (utf8mb4_bin): app_tag "Order" and
+-- "order" are two tags, and a lease token differing only in case is a
+-- different token, as on the embedded SQLite store.
+--
+-- This file is split into statements at a ';' that ends a line: keep every
+-- statement's ';' at the end of its last line and none elsewhere.
+
+CREATE TABLE IF NOT EXISTS segments (
+  app_tag     VARCHAR(64)  NOT NULL,
+  max_id      BIGINT       NOT NULL DEFAULT 0,
+  step        BIGINT       NOT NULL,
+  description VARCHAR(256) NOT NULL DEFAULT '',
+  update_time TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (app_tag)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+INSERT IGNORE INTO segments (app_tag, max_id, step, description)
+VALUES ('test_business', 0, 100000, 'test_business');
+
+-- One row per worker ID ever leased in a cluster. token '' marks a released
+-- ID; expires_at is UTC by the database's clock (idalloc sets the session
+-- time_zone to '+00:00'); last_timestamp_ms never decreases, so the next
+-- holder of an ID starts after every timestamp the previous one used.
+CREATE TABLE IF NOT EXISTS worker_leases (
+  cluster           VARCHAR(64)  NOT NULL,
+  worker_id         BIGINT       NOT NULL,
+  token             VARCHAR(32)  NOT NULL DEFAULT '',
+  holder            VARCHAR(255) NOT NULL DEFAULT '',
+  expires_at        DATETIME(3)  NOT NULL,
+  last_timestamp_ms BIGINT       NOT NULL DEFAULT 0,
+  PRIMARY KEY (cluster, worker_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteNow is the current time as Unix milliseconds, which is how the
+// SQLite tables store times: integers compare exactly and need no parsing.
+// julianday keeps milliseconds internally; ROUND undoes the float's error.
+const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)"
+
+// sqliteSchema is schema.sql in SQLite's dialect, times as Unix milliseconds.
+// STRICT makes SQLite refuse mistyped values as MySQL does. Its default
+// BINARY collation already compares keys and tokens byte for byte.
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS segments (
+  app_tag     TEXT    NOT NULL PRIMARY KEY,
+  max_id      INTEGER NOT NULL DEFAULT 0,
+  step        INTEGER NOT NULL,
+  description TEXT    NOT NULL DEFAULT '',
+  update_time INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+INSERT OR IGNORE INTO segments (app_tag, max_id, step, description, update_time)
+VALUES ('test_business', 0, 100000, 'test_business', {now});
+
+CREATE TABLE IF NOT EXISTS worker_leases (
+  cluster           TEXT    NOT NULL,
+  worker_id         INTEGER NOT NULL,
+  token             TEXT    NOT NULL DEFAULT '',
+  holder            TEXT    NOT NULL DEFAULT '',
+  expires_at        INTEGER NOT NULL,
+  last_timestamp_ms INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (cluster, worker_id)
+) STRICT;
+`
+
+var sqliteDialect = dialect{
+	expand: strings.NewReplacer(
+		"{now}", sqliteNow,
+		"{now+ms}", "("+sqliteNow+" + ?)",
+		"{greatest}", "MAX",
+		// Every transaction starts IMMEDIATE (see OpenSQLite), which already
+		// locks out other writers.
+		"{for update}", "",
+	),
+	isDuplicate: isSQLiteDuplicate,
+	isLostRace:  isSQLiteDuplicate,
+	oneWriter:   true,
+}
+
+func isSQLiteDuplicate(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) &&
+		(se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+}
+
+// SQLite is a store in one SQLite file, the embedded default. It is safe for
+// concurrent use; several handles or processes may share the file.
+type SQLite struct{ db }
+
+// OpenSQLite opens or creates the SQLite database file at path, creating the
+// tables and the test_business row when missing. Within a handle, calls run
+// one at a time on a single connection: SQLite has one writer anyway, and
+// this keeps a handle from waiting on its own lock. Across handles and
+// processes, writers wait for each other up to 5s (busy_timeout) and readers
+// never block (WAL). Every write is synced to disk before it returns, so a
+// fetched range survives a power cut. Errors: the file cannot be opened or
+// created, or is not a database.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" {
+		return nil, errors.New("open sqlite: empty path")
+	}
+	// _txlock=immediate: a transaction takes the write lock when it begins,
+	// not at its first write, so two writers never both hold a read snapshot
+	// that one of them can no longer upgrade (which fails at once with
+	// SQLITE_BUSY instead of waiting). busy_timeout comes first so that
+	// switching to WAL waits too.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	sdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	x := sqlx.NewDb(sdb, "sqlite")
+	x.SetMaxOpenConns(1)
+	s := &SQLite{db{x: x, dialect: sqliteDialect}}
+
+	// One transaction, so handles opening a new file at once create it once.
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		return applySchema(ctx, tx, s.q(sqliteSchema))
+	})
+	if err != nil {
+		_ = x.Close() // the open error is the one to report
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return s, nil
+}

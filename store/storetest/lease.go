@@ -1,0 +1,330 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+const cluster = "c1"
+
+func leaseCases() []testCase {
+	return []testCase{
+		{"lease/concurrent acquirers share out every ID once", testConcurrentAcquire},
+		{"lease/new ID starts at zero with expiry by the database clock", testAcquireNew},
+		{"lease/clusters are independent", testClustersIndependent},
+		{"lease/expired lease is taken over and the old token refused", testExpiredTakeover},
+		{"lease/renew raises last_timestamp_ms and never lowers it", testRenewTimestamp},
+		{"lease/release frees the ID for the next holder", testRelease},
+		{"lease/conflicts are classified", testLeaseConflicts},
+		{"lease/acquire prefers IDs at or below the caller's clock", testAcquirePreference},
+		{"lease/invalid input", testLeaseInvalid},
+	}
+}
+
+func acquireRequest(token string, maxWorkerID int64) workerlease.AcquireRequest {
+	return workerlease.AcquireRequest{
+		Cluster:     cluster,
+		MaxWorkerID: maxWorkerID,
+		Token:       token,
+		Holder:      "storetest",
+		TTL:         time.Minute,
+		NowMS:       time.Now().UnixMilli(),
+	}
+}
+
+func mustAcquire(t *testing.T, st Store, req workerlease.AcquireRequest) workerlease.Lease {
+	t.Helper()
+	l, err := st.Acquire(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Acquire(token %q): %v", req.Token, err)
+	}
+	return l
+}
+
+func mustRenew(t *testing.T, st Store, l workerlease.Lease, lastTimestampMS int64) workerlease.Lease {
+	t.Helper()
+	r, err := st.Renew(t.Context(), l.Cluster, l.WorkerID, l.Token, time.Minute, lastTimestampMS)
+	if err != nil {
+		t.Fatalf("Renew(worker %d, token %q): %v", l.WorkerID, l.Token, err)
+	}
+	return r
+}
+
+// testConcurrentAcquire races 200 acquirers for 64 IDs, first while every
+// ID is new (grants insert rows), then once all are released (grants take
+// rows over).
+func testConcurrentAcquire(t *testing.T, db DB) {
+	const callers, maxWorkerID = 200, 63
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	st := db.Open(t)
+	for _, round := range []string{"new", "released"} {
+		holders := raceAcquire(ctx, t, st, round, callers, maxWorkerID)
+		if got, want := len(holders), maxWorkerID+1; got != want {
+			t.Errorf("%s IDs: %d granted, want %d", round, got, want)
+		}
+		// The database agrees on who holds what.
+		for id, token := range holders {
+			if err := st.Release(ctx, cluster, id, token, 0); err != nil {
+				t.Errorf("Release(worker %d, token %q): %v", id, token, err)
+			}
+		}
+	}
+}
+
+// raceAcquire runs callers concurrent Acquires and returns the granted
+// worker IDs with their tokens, failing t on any ID granted twice.
+func raceAcquire(ctx context.Context, t *testing.T, st Store, round string, callers int, maxWorkerID int64) map[int64]string {
+	t.Helper()
+	type result struct {
+		lease workerlease.Lease
+		err   error
+	}
+	results := make(chan result, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			l, err := st.Acquire(ctx, acquireRequest(fmt.Sprintf("%s-%03d", round, i), maxWorkerID))
+			results <- result{l, err}
+		})
+	}
+	wg.Wait()
+	close(results)
+
+	holders := map[int64]string{}
+	for r := range results {
+		switch {
+		case errors.Is(r.err, workerlease.ErrNoWorkerID):
+		case r.err != nil:
+			t.Errorf("Acquire: %v", r.err)
+		case holders[r.lease.WorkerID] != "":
+			t.Errorf("worker ID %d granted to %q and %q", r.lease.WorkerID, holders[r.lease.WorkerID], r.lease.Token)
+		case r.lease.WorkerID < 0 || r.lease.WorkerID > maxWorkerID:
+			t.Errorf("worker ID %d outside [0, %d]", r.lease.WorkerID, maxWorkerID)
+		default:
+			holders[r.lease.WorkerID] = r.lease.Token
+		}
+	}
+	return holders
+}
+
+func testAcquireNew(t *testing.T, db DB) {
+	st := db.Open(t)
+	const ttl = 10 * time.Minute
+	req := acquireRequest("token-a", 1023)
+	req.TTL = ttl
+	before := time.Now()
+	got := mustAcquire(t, st, req)
+	after := time.Now()
+
+	want := workerlease.Lease{Cluster: cluster, WorkerID: 0, Token: "token-a", Holder: "storetest", LastTimestampMS: 0}
+	exp := got.ExpiresAt
+	got.ExpiresAt = time.Time{}
+	if got != want {
+		t.Errorf("Acquire = %+v, want %+v", got, want)
+	}
+	// The database's clock runs on this machine or close to it; a time zone
+	// mix-up would be off by hours.
+	const slack = time.Minute
+	if exp.Location() != time.UTC || exp.Before(before.Add(ttl-slack)) || exp.After(after.Add(ttl+slack)) {
+		t.Errorf("ExpiresAt = %v, want UTC about %v", exp, before.Add(ttl).UTC())
+	}
+	if got := mustAcquire(t, st, acquireRequest("token-b", 1023)).WorkerID; got != 1 {
+		t.Errorf("second Acquire: worker ID %d, want 1", got)
+	}
+}
+
+func testClustersIndependent(t *testing.T, db DB) {
+	st := db.Open(t)
+	for _, c := range []string{"east", "west"} {
+		req := acquireRequest("token-"+c, 0)
+		req.Cluster = c
+		if got := mustAcquire(t, st, req); got.WorkerID != 0 || got.Cluster != c {
+			t.Errorf("Acquire in %s = worker %d of %q, want worker 0 of %q", c, got.WorkerID, got.Cluster, c)
+		}
+	}
+}
+
+func testExpiredTakeover(t *testing.T, db DB) {
+	const ttl = 400 * time.Millisecond
+	st := db.Open(t)
+	req := acquireRequest("token-old", 0)
+	req.TTL = ttl
+	old := mustAcquire(t, st, req)
+	if _, err := st.Renew(t.Context(), cluster, old.WorkerID, old.Token, ttl, 5000); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if _, err := st.Acquire(t.Context(), acquireRequest("token-new", 0)); !errors.Is(err, workerlease.ErrNoWorkerID) {
+		t.Fatalf("Acquire while held: error = %v, want %v", err, workerlease.ErrNoWorkerID)
+	}
+	// Both clocks measure the same elapsed time; the margin covers rounding.
+	time.Sleep(ttl + 200*time.Millisecond)
+
+	_, err := st.Renew(t.Context(), cluster, old.WorkerID, old.Token, ttl, 6000)
+	if !errors.Is(err, workerlease.ErrLeaseExpired) {
+		t.Errorf("Renew of expired lease: error = %v, want %v", err, workerlease.ErrLeaseExpired)
+	}
+	err = st.Release(t.Context(), cluster, old.WorkerID, old.Token, 6000)
+	if !errors.Is(err, workerlease.ErrLeaseExpired) {
+		t.Errorf("Release of expired lease: error = %v, want %v", err, workerlease.ErrLeaseExpired)
+	}
+
+	taken := mustAcquire(t, st, acquireRequest("token-new", 0))
+	if taken.WorkerID != old.WorkerID || taken.LastTimestampMS != 5000 {
+		t.Errorf("takeover = worker %d with last_timestamp_ms %d, want worker %d with 5000",
+			taken.WorkerID, taken.LastTimestampMS, old.WorkerID)
+	}
+	_, err = st.Renew(t.Context(), cluster, old.WorkerID, old.Token, ttl, 0)
+	if !errors.Is(err, workerlease.ErrTokenMismatch) {
+		t.Errorf("Renew of taken-over lease: error = %v, want %v", err, workerlease.ErrTokenMismatch)
+	}
+	err = st.Release(t.Context(), cluster, old.WorkerID, old.Token, 0)
+	if !errors.Is(err, workerlease.ErrTokenMismatch) {
+		t.Errorf("Release of taken-over lease: error = %v, want %v", err, workerlease.ErrTokenMismatch)
+	}
+	mustRenew(t, st, taken, 0) // the old token's attempts left the new lease alone
+}
+
+func testRenewTimestamp(t *testing.T, db DB) {
+	st := db.Open(t)
+	l := mustAcquire(t, st, acquireRequest("token-a", 0))
+	prevExpiry := l.ExpiresAt
+	for _, tc := range []struct{ renew, want int64 }{
+		{renew: 100, want: 100},
+		{renew: 50, want: 100},
+		{renew: 0, want: 100},
+		{renew: 200, want: 200},
+	} {
+		r := mustRenew(t, st, l, tc.renew)
+		if r.LastTimestampMS != tc.want {
+			t.Errorf("Renew(%d): last_timestamp_ms = %d, want %d", tc.renew, r.LastTimestampMS, tc.want)
+		}
+		if r.Token != l.Token || r.WorkerID != l.WorkerID || r.ExpiresAt.Before(prevExpiry) {
+			t.Errorf("Renew(%d) = %+v, want token %q, worker %d, expiry not before %v",
+				tc.renew, r, l.Token, l.WorkerID, prevExpiry)
+		}
+		prevExpiry = r.ExpiresAt
+	}
+}
+
+func testRelease(t *testing.T, db DB) {
+	st := db.Open(t)
+	l := mustAcquire(t, st, acquireRequest("token-a", 0))
+	mustRenew(t, st, l, 300)
+	if err := st.Release(t.Context(), cluster, l.WorkerID, l.Token, 250); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := st.Renew(t.Context(), cluster, l.WorkerID, l.Token, time.Minute, 0); !errors.Is(err, workerlease.ErrNotAssigned) {
+		t.Errorf("Renew after release: error = %v, want %v", err, workerlease.ErrNotAssigned)
+	}
+	if err := st.Release(t.Context(), cluster, l.WorkerID, l.Token, 0); !errors.Is(err, workerlease.ErrNotAssigned) {
+		t.Errorf("Release after release: error = %v, want %v", err, workerlease.ErrNotAssigned)
+	}
+	next := mustAcquire(t, st, acquireRequest("token-b", 0))
+	if next.WorkerID != l.WorkerID || next.LastTimestampMS != 300 {
+		t.Errorf("Acquire after release = worker %d with last_timestamp_ms %d, want worker %d with 300",
+			next.WorkerID, next.LastTimestampMS, l.WorkerID)
+	}
+	if err := st.Release(t.Context(), cluster, next.WorkerID, next.Token, 900); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if got := mustAcquire(t, st, acquireRequest("token-c", 0)).LastTimestampMS; got != 900 {
+		t.Errorf("Acquire after release raised last_timestamp_ms: got %d, want 900", got)
+	}
+}
+
+func testLeaseConflicts(t *testing.T, db DB) {
+	st := db.Open(t)
+	l := mustAcquire(t, st, acquireRequest("token-a", 0))
+	for _, tc := range []struct {
+		name     string
+		cluster  string
+		workerID int64
+		token    string
+		want     error
+	}{
+		{"never assigned", cluster, 5, "token-a", workerlease.ErrNotAssigned},
+		{"other cluster", "other", l.WorkerID, "token-a", workerlease.ErrNotAssigned},
+		{"wrong token", cluster, l.WorkerID, "token-b", workerlease.ErrTokenMismatch},
+		{"token differing in case", cluster, l.WorkerID, "TOKEN-A", workerlease.ErrTokenMismatch},
+	} {
+		_, err := st.Renew(t.Context(), tc.cluster, tc.workerID, tc.token, time.Minute, 0)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: Renew error = %v, want %v", tc.name, err, tc.want)
+		}
+		if err := st.Release(t.Context(), tc.cluster, tc.workerID, tc.token, 0); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Release error = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	mustRenew(t, st, l, 0) // still held by token-a
+}
+
+// testAcquirePreference: IDs 0 and 1 are released with last_timestamp_ms
+// ahead of and behind the caller's clock; ID 2 was never leased.
+func testAcquirePreference(t *testing.T, db DB) {
+	const nowMS = 1_000_000
+	st := db.Open(t)
+	var held []workerlease.Lease
+	for i := range 2 {
+		held = append(held, mustAcquire(t, st, acquireRequest(fmt.Sprintf("setup-%d", i), 1)))
+	}
+	for i, ts := range []int64{nowMS + 60_000, nowMS - 60_000} {
+		if err := st.Release(t.Context(), cluster, held[i].WorkerID, held[i].Token, ts); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	for i, want := range []struct{ workerID, lastTimestampMS int64 }{
+		{1, nowMS - 60_000}, // behind the clock, though 0 is lower
+		{2, 0},              // never leased beats ahead of the clock
+		{0, nowMS + 60_000}, // the last one left
+	} {
+		req := acquireRequest(fmt.Sprintf("token-%d", i), 2)
+		req.NowMS = nowMS
+		got := mustAcquire(t, st, req)
+		if got.WorkerID != want.workerID || got.LastTimestampMS != want.lastTimestampMS {
+			t.Errorf("Acquire %d = worker %d with last_timestamp_ms %d, want worker %d with %d",
+				i, got.WorkerID, got.LastTimestampMS, want.workerID, want.lastTimestampMS)
+		}
+	}
+}
+
+func testLeaseInvalid(t *testing.T, db DB) {
+	st := db.Open(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*workerlease.AcquireRequest)
+		want error // nil: any error
+	}{
+		{"empty token", func(r *workerlease.AcquireRequest) { r.Token = "" }, workerlease.ErrInvalidToken},
+		{"long token", func(r *workerlease.AcquireRequest) { r.Token = strings.Repeat("t", 33) }, workerlease.ErrInvalidToken},
+		{"negative max worker ID", func(r *workerlease.AcquireRequest) { r.MaxWorkerID = -1 }, workerlease.ErrInvalidWorkerID},
+		{"zero TTL", func(r *workerlease.AcquireRequest) { r.TTL = 0 }, nil},
+		{"long cluster", func(r *workerlease.AcquireRequest) { r.Cluster = strings.Repeat("c", 65) }, nil},
+	} {
+		req := acquireRequest("token-a", 7)
+		tc.edit(&req)
+		_, err := st.Acquire(t.Context(), req)
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: Acquire error = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if _, err := st.Renew(t.Context(), cluster, 0, "", time.Minute, 0); !errors.Is(err, workerlease.ErrInvalidToken) {
+		t.Errorf("Renew with empty token: error = %v, want %v", err, workerlease.ErrInvalidToken)
+	}
+	if err := st.Release(t.Context(), cluster, 0, "", 0); !errors.Is(err, workerlease.ErrInvalidToken) {
+		t.Errorf("Release with empty token: error = %v, want %v", err, workerlease.ErrInvalidToken)
+	}
+	// A long holder is cut to the column's width rather than refused.
+	req := acquireRequest("token-a", 7)
+	req.Holder = strings.Repeat("h", 300)
+	if got := mustAcquire(t, st, req).Holder; got != strings.Repeat("h", 255) {
+		t.Errorf("Holder = %d characters, want 255", len(got))
+	}
+}

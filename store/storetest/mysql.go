@@ -1,0 +1,124 @@
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/testcontainers/testcontainers-go"
+	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
+)
+
+// DSNEnv names the environment variable holding the DSN of a MySQL server
+// for tests.
+const DSNEnv = "IDALLOC_TEST_MYSQL_DSN"
+
+const skipNoMySQL = DSNEnv + " not set and no Docker engine: skipping MySQL tests"
+
+// mysqlImage is the image started when no server is named; the module's
+// readiness check waits for MySQL's own log line, so it must be MySQL.
+const mysqlImage = "mysql:8.4"
+
+// server is the MySQL server this test process uses, found once: a
+// container per test would take minutes. A container started here lives as
+// long as the process; testcontainers' reaper removes it afterwards.
+var server struct {
+	once sync.Once
+	dsn  string // with rights to create databases
+	skip string
+	err  error
+}
+
+// MySQLDSN returns the DSN of a fresh, empty, private database
+// (idalloc_test_<random>) on the test MySQL server, dropped at tb's cleanup.
+// It skips tb when there is no server (see the package comment) and fails it
+// when the server named cannot be used.
+func MySQLDSN(tb testing.TB) string {
+	tb.Helper()
+	server.once.Do(findServer)
+	switch {
+	case server.skip != "":
+		tb.Skip(server.skip)
+	case server.err != nil:
+		tb.Fatalf("mysql test server: %v", server.err)
+	}
+	cfg, err := mysql.ParseDSN(server.dsn)
+	if err != nil {
+		tb.Fatalf("parse %s: %v", DSNEnv, err)
+	}
+	// Made of letters and digits here, so safe to splice into statements.
+	name := "idalloc_test_" + strings.ToLower(rand.Text()[:16])
+	if err := admin(cfg, "CREATE DATABASE "+name); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := admin(cfg, "DROP DATABASE IF EXISTS "+name); err != nil {
+			tb.Error(err)
+		}
+	})
+	cfg = cfg.Clone()
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// admin runs one statement on the server with a short-lived connection.
+func admin(cfg *mysql.Config, stmt string) error {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return fmt.Errorf("mysql test server: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("%s: %w", stmt, err)
+	}
+	return nil
+}
+
+func findServer() {
+	if dsn := os.Getenv(DSNEnv); dsn != "" {
+		server.dsn = dsn
+		return
+	}
+	if !dockerAnswers() {
+		server.skip = skipNoMySQL
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := tcmysql.Run(ctx, mysqlImage,
+		tcmysql.WithUsername("root"), tcmysql.WithPassword("idalloc"), tcmysql.WithDatabase("test"))
+	if err != nil {
+		server.err = fmt.Errorf("start %s container: %w", mysqlImage, err)
+		return
+	}
+	server.dsn, server.err = c.ConnectionString(ctx)
+}
+
+// dockerAnswers reports whether a Docker engine is reachable, within a few
+// seconds.
+func dockerAnswers() (ok bool) {
+	// testcontainers panics rather than erring when it finds no Docker host.
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	p, err := testcontainers.ProviderDefault.GetProvider()
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return p.Health(ctx) == nil
+}

@@ -1,0 +1,330 @@
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// seeded is the row schema.sql seeds.
+const seeded = "test_business"
+
+func segmentCases() []testCase {
+	return []testCase{
+		{"fetch/first fetch of the seeded row is (0, step]", testFirstFetch},
+		{"fetch/consecutive fetches are contiguous", testContiguousFetches},
+		{"fetch/explicit step overrides the row's step", testExplicitStep},
+		{"fetch/unknown tag", testFetchUnknown},
+		{"fetch/overflow is exhausted and changes nothing", testFetchOverflow},
+		{"fetch/a new handle continues above the last fetch", testFetchNewHandle},
+		{"fetch/handles fetching concurrently never overlap", testConcurrentFetches},
+		{"create/first ID is start", testCreateStart},
+		{"create/duplicate tag", testCreateDuplicate},
+		{"create/tags are case-sensitive", testCreateCaseSensitive},
+		{"create/invalid input", testCreateInvalid},
+		{"give back/succeeds only while max_id is unchanged", testGiveBack},
+		{"tags/lists every row in app_tag order", testTags},
+		{"ping", testPing},
+	}
+}
+
+// mustFetch fetches or fails t.
+func mustFetch(t *testing.T, st Store, tag string, step int64) segment.Fetched {
+	t.Helper()
+	f, err := st.Fetch(t.Context(), tag, step)
+	if err != nil {
+		t.Fatalf("Fetch(%q, %d): %v", tag, step, err)
+	}
+	return f
+}
+
+func mustCreate(t *testing.T, st Store, tag segment.Tag) {
+	t.Helper()
+	if err := st.CreateTag(t.Context(), tag); err != nil {
+		t.Fatalf("CreateTag(%+v): %v", tag, err)
+	}
+}
+
+// maxID reads the tag's max_id through Tags.
+func maxID(t *testing.T, st Store, tag string) int64 {
+	t.Helper()
+	tags, err := st.Tags(t.Context())
+	if err != nil {
+		t.Fatalf("Tags: %v", err)
+	}
+	for _, tg := range tags {
+		if tg.AppTag == tag {
+			return tg.MaxID
+		}
+	}
+	t.Fatalf("Tags: no row %q", tag)
+	return 0
+}
+
+func testFirstFetch(t *testing.T, db DB) {
+	got := mustFetch(t, db.Open(t), seeded, 0)
+	want := segment.Fetched{MaxID: 100000, Size: 100000, Step: 100000}
+	if got != want {
+		t.Errorf("Fetch(%q, 0) = %+v, want %+v", seeded, got, want)
+	}
+}
+
+func testContiguousFetches(t *testing.T, db DB) {
+	st := db.Open(t)
+	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 10})
+	var prev int64
+	for i := range 5 {
+		f := mustFetch(t, st, "orders", 0)
+		if got, want := f.MaxID-f.Size, prev; got != want {
+			t.Errorf("fetch %d starts after %d, want after %d", i, got, want)
+		}
+		prev = f.MaxID
+	}
+	if got, want := maxID(t, st, "orders"), int64(50); got != want {
+		t.Errorf("max_id = %d, want %d", got, want)
+	}
+}
+
+func testExplicitStep(t *testing.T, db DB) {
+	st := db.Open(t)
+	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 10})
+	for _, tc := range []struct {
+		step int64
+		want segment.Fetched
+	}{
+		{step: 25, want: segment.Fetched{MaxID: 25, Size: 25, Step: 10}},
+		{step: 0, want: segment.Fetched{MaxID: 35, Size: 10, Step: 10}},
+		{step: -1, want: segment.Fetched{MaxID: 45, Size: 10, Step: 10}},
+		{step: 1, want: segment.Fetched{MaxID: 46, Size: 1, Step: 10}},
+	} {
+		if got := mustFetch(t, st, "orders", tc.step); got != tc.want {
+			t.Errorf("Fetch(step %d) = %+v, want %+v", tc.step, got, tc.want)
+		}
+	}
+}
+
+func testFetchUnknown(t *testing.T, db DB) {
+	_, err := db.Open(t).Fetch(t.Context(), "no_such_tag", 0)
+	if !errors.Is(err, segment.ErrUnknownTag) {
+		t.Errorf("Fetch(unknown) error = %v, want %v", err, segment.ErrUnknownTag)
+	}
+}
+
+func testFetchOverflow(t *testing.T, db DB) {
+	st := db.Open(t)
+	// max_id = MaxInt64 - 6: room for exactly 6 more IDs.
+	mustCreate(t, st, segment.Tag{AppTag: "nearly_full", Step: 10, Start: math.MaxInt64 - 5})
+	if _, err := st.Fetch(t.Context(), "nearly_full", 0); !errors.Is(err, segment.ErrExhausted) {
+		t.Errorf("Fetch(step 10) error = %v, want %v", err, segment.ErrExhausted)
+	}
+	if got, want := maxID(t, st, "nearly_full"), int64(math.MaxInt64-6); got != want {
+		t.Errorf("max_id after failed fetch = %d, want %d", got, want)
+	}
+	if got, want := mustFetch(t, st, "nearly_full", 6).MaxID, int64(math.MaxInt64); got != want {
+		t.Errorf("Fetch(step 6).MaxID = %d, want %d", got, want)
+	}
+	if _, err := st.Fetch(t.Context(), "nearly_full", 1); !errors.Is(err, segment.ErrExhausted) {
+		t.Errorf("Fetch at MaxInt64 error = %v, want %v", err, segment.ErrExhausted)
+	}
+}
+
+func testFetchNewHandle(t *testing.T, db DB) {
+	first := db.Open(t)
+	f := mustFetch(t, first, seeded, 10)
+	if err := first.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got, want := mustFetch(t, db.Open(t), seeded, 10).MaxID-10, f.MaxID; got != want {
+		t.Errorf("new handle's fetch starts after %d, want after %d", got, want)
+	}
+}
+
+// testConcurrentFetches runs three handles, each with its own connections,
+// fetching one tag at once.
+func testConcurrentFetches(t *testing.T, db DB) {
+	const handles, fetches, step = 3, 40, 7
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	mustCreate(t, db.Open(t), segment.Tag{AppTag: "shared", Step: step})
+
+	type span struct{ lo, hi int64 } // (lo, hi]
+	spans := make(chan span, handles*fetches)
+	errs := make(chan error, handles*fetches)
+	var wg sync.WaitGroup
+	for range handles {
+		st := db.Open(t)
+		wg.Go(func() {
+			for range fetches {
+				f, err := st.Fetch(ctx, "shared", 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				spans <- span{f.MaxID - f.Size, f.MaxID}
+			}
+		})
+	}
+	wg.Wait()
+	close(spans)
+	close(errs)
+	for err := range errs {
+		t.Errorf("Fetch: %v", err)
+	}
+	var got []span
+	for s := range spans {
+		got = append(got, s)
+	}
+	slices.SortFunc(got, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	if len(got) != handles*fetches {
+		t.Fatalf("got %d ranges, want %d", len(got), handles*fetches)
+	}
+	var prev int64
+	for _, s := range got {
+		if s.lo != prev || s.hi-s.lo != step {
+			t.Fatalf("range (%d, %d] follows %d: want (%d, %d]", s.lo, s.hi, prev, prev, prev+step)
+		}
+		prev = s.hi
+	}
+}
+
+func testCreateStart(t *testing.T, db DB) {
+	st := db.Open(t)
+	for _, tc := range []struct {
+		tag       segment.Tag
+		wantFirst int64
+	}{
+		{segment.Tag{AppTag: "default_start", Step: 5}, 1},
+		{segment.Tag{AppTag: "start_1000", Step: 5, Start: 1000}, 1000},
+		{segment.Tag{AppTag: "start_1", Step: 5, Start: 1}, 1},
+	} {
+		mustCreate(t, st, tc.tag)
+		f := mustFetch(t, st, tc.tag.AppTag, 0)
+		if got := f.MaxID - f.Size + 1; got != tc.wantFirst {
+			t.Errorf("%s: first ID = %d, want %d", tc.tag.AppTag, got, tc.wantFirst)
+		}
+	}
+}
+
+func testCreateDuplicate(t *testing.T, db DB) {
+	st := db.Open(t)
+	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 5})
+	mustFetch(t, st, "orders", 0)
+	for _, tag := range []string{"orders", seeded} {
+		err := st.CreateTag(t.Context(), segment.Tag{AppTag: tag, Step: 7})
+		if !errors.Is(err, segment.ErrTagExists) {
+			t.Errorf("CreateTag(%q) again: error = %v, want %v", tag, err, segment.ErrTagExists)
+		}
+	}
+	if got, want := maxID(t, st, "orders"), int64(5); got != want {
+		t.Errorf("max_id after duplicate create = %d, want %d", got, want)
+	}
+}
+
+func testCreateCaseSensitive(t *testing.T, db DB) {
+	st := db.Open(t)
+	mustCreate(t, st, segment.Tag{AppTag: "Orders", Step: 5})
+	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 7})
+	if _, err := st.Fetch(t.Context(), "ORDERS", 0); !errors.Is(err, segment.ErrUnknownTag) {
+		t.Errorf("Fetch(ORDERS) error = %v, want %v", err, segment.ErrUnknownTag)
+	}
+	if got, want := mustFetch(t, st, "orders", 0).Step, int64(7); got != want {
+		t.Errorf("Fetch(orders).Step = %d, want %d", got, want)
+	}
+}
+
+func testCreateInvalid(t *testing.T, db DB) {
+	st := db.Open(t)
+	for _, tc := range []struct {
+		name string
+		tag  segment.Tag
+		want error // nil: any error
+	}{
+		{"zero step", segment.Tag{AppTag: "a", Step: 0}, segment.ErrInvalidStep},
+		{"negative start", segment.Tag{AppTag: "a", Step: 1, Start: -1}, segment.ErrInvalidStep},
+		{"bad tag", segment.Tag{AppTag: "a b", Step: 1}, segment.ErrInvalidTag},
+		{"long tag", segment.Tag{AppTag: strings.Repeat("a", 65), Step: 1}, segment.ErrInvalidTag},
+		{"long description", segment.Tag{AppTag: "a", Step: 1, Description: strings.Repeat("d", 257)}, nil},
+	} {
+		err := st.CreateTag(t.Context(), tc.tag)
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: CreateTag error = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	tags, err := st.Tags(t.Context())
+	if err != nil {
+		t.Fatalf("Tags: %v", err)
+	}
+	if len(tags) != 1 {
+		t.Errorf("Tags = %+v, want only %s", tags, seeded)
+	}
+}
+
+func testGiveBack(t *testing.T, db DB) {
+	st := db.Open(t)
+	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 100})
+	f := mustFetch(t, st, "orders", 0) // (0, 100]
+	ok, err := st.GiveBack(t.Context(), "orders", f.MaxID-1, 40)
+	if err != nil || ok {
+		t.Errorf("GiveBack(stale max) = %v, %v; want false, nil", ok, err)
+	}
+	ok, err = st.GiveBack(t.Context(), "orders", f.MaxID, 40)
+	if err != nil || !ok {
+		t.Fatalf("GiveBack(current max) = %v, %v; want true, nil", ok, err)
+	}
+	if got, want := mustFetch(t, st, "orders", 0).MaxID, int64(140); got != want {
+		t.Errorf("fetch after give-back: MaxID = %d, want %d", got, want)
+	}
+	ok, err = st.GiveBack(t.Context(), "orders", f.MaxID, 40) // the row moved on
+	if err != nil || ok {
+		t.Errorf("GiveBack after another fetch = %v, %v; want false, nil", ok, err)
+	}
+	ok, err = st.GiveBack(t.Context(), "no_such_tag", 0, 0)
+	if err != nil || ok {
+		t.Errorf("GiveBack(unknown tag) = %v, %v; want false, nil", ok, err)
+	}
+}
+
+func testTags(t *testing.T, db DB) {
+	st := db.Open(t)
+	before := time.Now().Add(-time.Hour)
+	mustCreate(t, st, segment.Tag{AppTag: "b.orders", Step: 20, Start: 11, Description: "B orders"})
+	mustCreate(t, st, segment.Tag{AppTag: "A:users", Step: 30})
+	mustFetch(t, st, "b.orders", 0)
+
+	got, err := st.Tags(t.Context())
+	if err != nil {
+		t.Fatalf("Tags: %v", err)
+	}
+	want := []segment.Tag{
+		{AppTag: "A:users", MaxID: 0, Step: 30},
+		{AppTag: "b.orders", MaxID: 30, Step: 20, Description: "B orders"},
+		{AppTag: seeded, MaxID: 0, Step: 100000, Description: seeded},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("Tags = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g := got[i]
+		if g.UpdateTime.Location() != time.UTC || g.UpdateTime.Before(before) {
+			t.Errorf("Tags[%d].UpdateTime = %v, want a recent UTC time", i, g.UpdateTime)
+		}
+		g.UpdateTime = time.Time{}
+		if g != want[i] {
+			t.Errorf("Tags[%d] = %+v, want %+v", i, g, want[i])
+		}
+	}
+}
+
+func testPing(t *testing.T, db DB) {
+	if err := db.Open(t).Ping(t.Context()); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+}

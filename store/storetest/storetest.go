@@ -1,0 +1,156 @@
+// Package storetest is the conformance suite of package store, and the way
+// any package's tests get a real store for every driver.
+//
+// Run(t, driver) proves the contracts of segment.Store and workerlease.Store
+// against one driver; package store calls it for SQLite and MySQL.
+//
+// Other packages' tests get fresh databases from Drivers:
+//
+//	for _, d := range storetest.Drivers() {
+//		t.Run(d.Name, func(t *testing.T) {
+//			st := d.Open(t) // one handle on a fresh database, closed at cleanup
+//			...
+//		})
+//	}
+//
+// For several instances sharing one database, call d.NewDB(t) once and
+// DB.Open(t) per instance; DB.DSN is what the idalloc config's dsn takes.
+//
+// SQLite always runs, in a file under t.TempDir(). MySQL runs against the
+// server named by IDALLOC_TEST_MYSQL_DSN (e.g. root@tcp(127.0.0.1:3306)/test;
+// the user must be allowed to create databases), else against a MySQL
+// container when a Docker engine answers, else the test is skipped with a
+// one-line reason. Each MySQL database is a private one
+// (idalloc_test_<random>), dropped at cleanup, so tests and packages running
+// in parallel never share rows.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// Store is what every driver of package store provides.
+type Store interface {
+	segment.Store
+	workerlease.Store
+	Close() error
+}
+
+// Driver names a store driver and makes fresh databases for it.
+type Driver struct {
+	// Name is the idalloc config's driver key: "sqlite" or "mysql".
+	Name string
+	// NewDB creates a fresh database with the schema and the seeded
+	// test_business row, removed at tb's cleanup. It skips tb when the
+	// driver cannot run here.
+	NewDB func(tb testing.TB) DB
+}
+
+// Open returns one handle on a fresh database.
+func (d Driver) Open(tb testing.TB) Store {
+	tb.Helper()
+	return d.NewDB(tb).Open(tb)
+}
+
+// DB is one fresh database.
+type DB struct {
+	Driver string // as Driver.Name
+	DSN    string // as the idalloc config's dsn takes it
+}
+
+// Open returns a new handle on db with connections of its own, closed at
+// tb's cleanup. It fails tb when the database cannot be opened.
+func (db DB) Open(tb testing.TB) Store {
+	tb.Helper()
+	st, err := db.open(false)
+	if err != nil {
+		tb.Fatalf("open %s store: %v", db.Driver, err)
+	}
+	tb.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			tb.Errorf("close %s store: %v", db.Driver, err)
+		}
+	})
+	return st
+}
+
+// create applies the schema to a new database by opening one handle.
+func (db DB) create(tb testing.TB) DB {
+	tb.Helper()
+	st, err := db.open(true)
+	if err != nil {
+		tb.Fatalf("create %s database: %v", db.Driver, err)
+	}
+	if err := st.Close(); err != nil {
+		tb.Fatalf("close %s store: %v", db.Driver, err)
+	}
+	return db
+}
+
+func (db DB) open(initSchema bool) (Store, error) {
+	ctx := context.Background()
+	switch db.Driver {
+	case "sqlite":
+		// OpenSQLite always creates what is missing.
+		s, err := store.OpenSQLite(ctx, db.DSN)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case "mysql":
+		s, err := store.OpenMySQL(ctx, db.DSN, store.MySQLOptions{InitSchema: initSchema})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("unknown driver %q", db.Driver)
+}
+
+// Drivers returns every driver: SQLite and MySQL.
+func Drivers() []Driver { return []Driver{SQLite(), MySQL()} }
+
+// SQLite is the embedded driver; its databases are files in tb.TempDir().
+func SQLite() Driver {
+	return Driver{Name: "sqlite", NewDB: func(tb testing.TB) DB {
+		tb.Helper()
+		return DB{Driver: "sqlite", DSN: filepath.Join(tb.TempDir(), "idalloc.db")}.create(tb)
+	}}
+}
+
+// MySQL is the MySQL driver; its databases are private ones made by
+// MySQLDSN, with schema.sql applied.
+func MySQL() Driver {
+	return Driver{Name: "mysql", NewDB: func(tb testing.TB) DB {
+		tb.Helper()
+		return DB{Driver: "mysql", DSN: MySQLDSN(tb)}.create(tb)
+	}}
+}
+
+// Run is the conformance suite: every case runs in parallel on a fresh
+// database of d. It skips t when d cannot run here.
+func Run(t *testing.T, d Driver) {
+	// One probe database up front skips the whole suite in one line rather
+	// than each case on its own.
+	d.NewDB(t)
+	cases := append(segmentCases(), leaseCases()...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(t, d.NewDB(t))
+		})
+	}
+}
+
+// testCase is one behaviour the suite proves on a fresh database.
+type testCase struct {
+	name string
+	test func(t *testing.T, db DB)
+}
