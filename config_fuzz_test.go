@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Any bytes as config.json: an error of one line, or a config that passed
+// validation; never a panic.
+func FuzzConfig(f *testing.F) {
+	f.Add([]byte(`{"http_addr":":8880","driver":"sqlite","dsn":"x.db"}`))
+	f.Add([]byte(`{"segment":{"max_step":5,"tag_refresh":"1s"},"snowflake":{"worker_bits":3,"epoch":"2020-01-01T00:00:00Z"}}`))
+	f.Add([]byte(`{"snowflake":{"lease_ttl":"-1s"}}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"max_batch":1e400}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := defaultConfig()
+		if err := parseConfig(data, &c); err != nil {
+			return
+		}
+		s, err := c.validate()
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error %q", err)
+			}
+			return
+		}
+		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.leaseTTL <= 0 || s.driftError < s.driftBlock {
+			t.Fatalf("validated config out of range: %+v", s)
+		}
+	})
+}
