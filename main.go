@@ -48,6 +48,7 @@ func main() {
 type dataStore interface {
 	segment.Store
 	workerlease.Store
+	leaseHistory
 	Close() error
 }
 

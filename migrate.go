@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 )
 
 // migrateMain is `idalloc migrate`: it carries every tag from one store to
@@ -42,7 +43,34 @@ func migrateMain(args []string) error {
 		return fmt.Errorf("open target: %w", err)
 	}
 	defer to.Close()
-	return migrateTags(ctx, from, to, func(line string) { fmt.Fprintln(os.Stdout, line) })
+	report := func(line string) { fmt.Fprintln(os.Stdout, line) }
+	if err := migrateTags(ctx, from, to, report); err != nil {
+		return err
+	}
+	return migrateLeases(ctx, from, to, report)
+}
+
+// leaseHistory is the part of a store that carries worker-ID history over.
+type leaseHistory interface {
+	LeaseTimestamps(ctx context.Context) ([]store.LeaseTimestamp, error)
+	RaiseLeaseTimestamp(ctx context.Context, lt store.LeaseTimestamp) error
+}
+
+// migrateLeases carries every worker ID's last_timestamp_ms over, so a new
+// holder on the target starts after the old holders' last snowflake
+// timestamp even if its clock is behind.
+func migrateLeases(ctx context.Context, from, to leaseHistory, report func(string)) error {
+	rows, err := from.LeaseTimestamps(ctx)
+	if err != nil {
+		return err
+	}
+	for _, lt := range rows {
+		if err := to.RaiseLeaseTimestamp(ctx, lt); err != nil {
+			return err
+		}
+	}
+	report(fmt.Sprintf("worker leases: %d last timestamps carried over", len(rows)))
+	return nil
 }
 
 func migrateTags(ctx context.Context, from, to segment.Store, report func(string)) error {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store/storetest"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
 // The documented move from the embedded store to MySQL: IDs after it are
@@ -55,6 +58,36 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 			// Running it twice changes nothing: max_id is never lowered.
 			if err := migrateTags(ctx, from, to, func(string) {}); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
+	for _, target := range storetest.Drivers() {
+		t.Run(target.Name, func(t *testing.T) {
+			ctx := context.Background()
+			from := storetest.SQLite().Open(t)
+			l, err := from.Acquire(ctx, workerlease.AcquireRequest{Cluster: "c", MaxWorkerID: 3, Token: strings.Repeat("A", 22), TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const reserved = int64(4_000_000_000_000)
+			if _, err := from.Renew(ctx, "c", l.WorkerID, l.Token, time.Minute, reserved); err != nil {
+				t.Fatal(err)
+			}
+			to := target.Open(t)
+			for i := 0; i < 2; i++ { // twice: idempotent
+				if err := migrateLeases(ctx, from.(leaseHistory), to.(leaseHistory), func(string) {}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := to.Acquire(ctx, workerlease.AcquireRequest{Cluster: "c", MaxWorkerID: 0, Token: strings.Repeat("B", 22), TTL: time.Minute, NowMS: reserved + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.WorkerID != l.WorkerID || got.LastTimestampMS != reserved {
+				t.Fatalf("target lease got worker %d last_timestamp_ms %d, want worker %d and %d", got.WorkerID, got.LastTimestampMS, l.WorkerID, reserved)
 			}
 		})
 	}

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// LeaseTimestamp is the snowflake history of one worker ID: the highest
+// timestamp any of its holders reserved.
+type LeaseTimestamp struct {
+	Cluster         string `db:"cluster"`
+	WorkerID        int64  `db:"worker_id"`
+	LastTimestampMS int64  `db:"last_timestamp_ms"`
+}
+
+// LeaseTimestamps lists every worker ID's history, for moving to another
+// store (idalloc migrate).
+func (d *db) LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error) {
+	var out []LeaseTimestamp
+	err := sqlx.SelectContext(ctx, d.x, &out,
+		`SELECT cluster, worker_id, last_timestamp_ms FROM worker_leases ORDER BY cluster, worker_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list lease timestamps: %w", err)
+	}
+	return out, nil
+}
+
+// RaiseLeaseTimestamp makes lt's worker ID start after lt.LastTimestampMS for
+// its next holder: the stored value is raised, never lowered, and a missing
+// row is created free (released). A live lease is left held.
+func (d *db) RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error {
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, d.q(`UPDATE worker_leases
+			SET last_timestamp_ms = {greatest}(last_timestamp_ms, ?) WHERE cluster = ? AND worker_id = ?`),
+			lt.LastTimestampMS, lt.Cluster, lt.WorkerID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO worker_leases
+			(cluster, worker_id, token, holder, expires_at, last_timestamp_ms) VALUES (?, ?, '', '', {now}, ?)`),
+			lt.Cluster, lt.WorkerID, lt.LastTimestampMS)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("raise lease timestamp of %s/%d: %w", lt.Cluster, lt.WorkerID, err)
+	}
+	return nil
+}
