@@ -1,0 +1,231 @@
+package deploy_test
+
+// The stack the service test runs: idalloc instances from the Dockerfile's
+// binary, a Prometheus scraping them and nginx in front of them, each a
+// process of a procGroup, with clients for what the test asks of them.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type instance struct {
+	name, addr string
+	proc       *proc
+}
+
+// startInstance runs the binary as the image does (-config with the
+// shipped config.json, overrides from IDALLOC_*), on an embedded store.
+func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *instance {
+	t.Helper()
+	dir := subdir(t, tmp, name)
+	addr := freeAddr(t)
+	env := append(withoutEnv(os.Environ(), "IDALLOC_HTTP_ADDR", "IDALLOC_DRIVER", "IDALLOC_DSN", "IDALLOC_ADMIN_TOKEN"),
+		"IDALLOC_HTTP_ADDR="+addr,
+		"IDALLOC_DRIVER=sqlite",
+		"IDALLOC_DSN="+filepath.Join(dir, "idalloc.db"),
+	)
+	p := g.start(t, name, dir, env, bin, "-config", filepath.Join(root, "config.json"))
+	return &instance{name: name, addr: addr, proc: p}
+}
+
+func (in *instance) waitHealthy(t *testing.T, within time.Duration) {
+	t.Helper()
+	in.proc.waitUntil(t, within, 100*time.Millisecond, " before answering /health", "not healthy on "+in.addr, func() bool {
+		st, _, err := in.get("/health")
+		return err == nil && st == http.StatusOK
+	})
+}
+
+func (in *instance) get(path string) (int, string, error) {
+	resp, err := client.Get("http://" + in.addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func (in *instance) mustGet(t *testing.T, path string) string {
+	t.Helper()
+	st, body, err := in.get(path)
+	if err != nil || st != http.StatusOK {
+		t.Fatalf("GET %s on %s: %d %v %s\n%s", path, in.name, st, err, body, in.proc.logTail())
+	}
+	return body
+}
+
+type prometheus struct {
+	base string
+	proc *proc
+}
+
+func startPrometheus(t *testing.T, g *procGroup, bin, tmp string, inst []*instance) *prometheus {
+	t.Helper()
+	dir := subdir(t, tmp, "prometheus")
+	rules := absPath(t, "alerts.yml")
+	var targets []string
+	for _, in := range inst {
+		targets = append(targets, fmt.Sprintf("%q", in.addr))
+	}
+	conf := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - %q
+scrape_configs:
+  - job_name: idalloc
+    static_configs:
+      - targets: [%s]
+`, rules, strings.Join(targets, ", "))
+	confPath := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, confPath, conf)
+	addr := freeAddr(t)
+	p := g.start(t, "prometheus", dir, os.Environ(), bin,
+		"--config.file="+confPath,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+	)
+	prom := &prometheus{base: "http://" + addr, proc: p}
+	p.waitUntil(t, 15*time.Second, 100*time.Millisecond, "", "not ready on "+addr, func() bool {
+		resp, err := client.Get(prom.base + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return prom
+}
+
+type promSeries struct {
+	Metric map[string]string `json:"metric"`
+}
+
+// query runs an instant query; a query Prometheus cannot parse or evaluate
+// fails the test.
+func (p *prometheus) query(t *testing.T, expr string) []promSeries {
+	t.Helper()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []promSeries `json:"result"`
+		} `json:"data"`
+	}
+	p.api(t, "/api/v1/query?query="+url.QueryEscape(expr), &r)
+	if r.Status != "success" {
+		t.Fatalf("query %s: %s", expr, r.Error)
+	}
+	return r.Data.Result
+}
+
+type promRule struct {
+	Name      string `json:"name"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
+}
+
+func (p *prometheus) rules(t *testing.T) []promRule {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Groups []struct {
+				Rules []promRule `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	p.api(t, "/api/v1/rules", &r)
+	var all []promRule
+	for _, g := range r.Data.Groups {
+		all = append(all, g.Rules...)
+	}
+	return all
+}
+
+func (p *prometheus) api(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := client.Get(p.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// 400 and 422 carry a JSON error body worth reporting.
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %d: %v", path, resp.StatusCode, err)
+	}
+}
+
+type nginxProxy struct {
+	base string
+	proc *proc
+}
+
+// startNginx runs a copy of nginx.conf with the upstreams pointed at the
+// test's instances and the listener at a free port; everything else in the
+// file is what the container runs.
+func startNginx(t *testing.T, g *procGroup, bin, tmp string, inst []*instance) *nginxProxy {
+	t.Helper()
+	dir := subdir(t, tmp, "nginx")
+	addr := freeAddr(t)
+	conf := nginxConfCopy(t, "nginx.conf", dir, inst[0].addr, inst[1].addr, addr)
+	// One foreground process, no workers: SIGTERM to its PID stops it all.
+	p := g.start(t, "nginx", dir, os.Environ(), bin, "-c", conf, "-e", filepath.Join(dir, "error.log"),
+		"-g", "daemon off; master_process off; pid "+filepath.Join(dir, "nginx.pid")+";")
+	p.waitUntil(t, 10*time.Second, 50*time.Millisecond, "", "not listening on "+addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return &nginxProxy{base: "http://" + addr, proc: p}
+}
+
+func (px *nginxProxy) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	return px.do(t, http.MethodGet, path, nil)
+}
+
+func (px *nginxProxy) do(t *testing.T, method, path string, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, px.base+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s through nginx: %v\n%s", method, path, err, px.proc.logTail())
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// snowflakeID fetches one snowflake ID through nginx, as a decimal string.
+func snowflakeID(t *testing.T, px *nginxProxy) string {
+	t.Helper()
+	status, body := px.get(t, "/snowflake")
+	var r struct {
+		IDStr string `json:"id_str"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); status != http.StatusOK || err != nil || r.IDStr == "" {
+		t.Fatalf("GET /snowflake through nginx: %d %s", status, body)
+	}
+	return r.IDStr
+}
