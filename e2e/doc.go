@@ -1,0 +1,25 @@
+// Package e2e is idalloc's end-to-end fault suite. It holds only tests: they
+// build the idalloc binary once per test process, start a private MariaDB
+// (its own datadir, socket and port under a temporary directory, so it can be
+// frozen and killed without touching any other server), and drive real
+// idalloc processes over HTTP on 127.0.0.1 through the faults the contract
+// (API.md §5) must survive:
+//
+//   - kill -9 of one of three instances sharing a database, twice, under load;
+//   - graceful restarts (no ID wasted) followed by a kill -9 (none re-issued);
+//   - the database frozen with SIGSTOP for 10 s (buffered IDs flow, /health
+//     degraded, resp_code 3 with Retry-After at once, recovery on SIGCONT);
+//   - a snowflake instance frozen past its worker lease TTL while another
+//     takes its worker ID over (no duplicate, no ID under a lapsed lease);
+//   - SIGTERM under load (/health draining at once, /alloc served through the
+//     drain, exit status 0).
+//
+// Run it with
+//
+//	go test -race -count=1 -v ./e2e/
+//
+// It needs mariadbd and mariadb-install-db (on PATH, or in /usr/sbin and
+// /usr/bin); without them, or with -short, every test skips with a one-line
+// reason. Every process it starts is killed by PID at cleanup, and dies with
+// the test process (Pdeathsig) if that is killed.
+package e2e
