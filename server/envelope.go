@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// Header values are shared slices assigned straight into the header map:
+// Header().Set would canonicalise the key and allocate a slice per response.
+// net/http only reads them.
+var (
+	jsonCT     = []string{"application/json"}
+	noStore    = []string{"no-store"} // a cached /alloc answer would be a duplicate ID
+	retryAfter = []string{"1"}
+)
+
+const (
+	requestIDHeader = "X-Request-Id"
+	okPrefix        = `{"resp_code":0,"msg":"success"`
+)
+
+// envelope heads every encoding/json body; embedded, its fields come first.
+type envelope struct {
+	RespCode int    `json:"resp_code"`
+	Msg      string `json:"msg"`
+}
+
+var success = envelope{RespCode: codeOK, Msg: "success"}
+
+// maxPooledBuf keeps one huge batch from pinning its buffer in the pool.
+const maxPooledBuf = 64 << 10
+
+// bufPool holds *[]byte: a pointer goes into an interface without allocating.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, 512)
+	return &b
+}}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledBuf {
+		return
+	}
+	*bp = (*bp)[:0]
+	bufPool.Put(bp)
+}
+
+// send writes a complete JSON body with its status in one Write and returns
+// the status for the metrics. Every 503 gets Retry-After here, so no path
+// can forget it.
+func send(w http.ResponseWriter, status int, body []byte) int {
+	h := w.Header()
+	h["Content-Type"] = jsonCT
+	h["Cache-Control"] = noStore
+	if status == http.StatusServiceUnavailable {
+		h["Retry-After"] = retryAfter
+	}
+	if status != http.StatusOK {
+		w.WriteHeader(status)
+	}
+	_, _ = w.Write(body) // a write error means the client left; nobody to tell
+	return status
+}
+
+// sendPooled sends *bp and returns it to the pool.
+func sendPooled(w http.ResponseWriter, status int, bp *[]byte) int {
+	send(w, status, *bp)
+	putBuf(bp)
+	return status
+}
+
+// sendJSON answers the cold paths, whose bodies are structs embedding
+// envelope.
+func (s *Server) sendJSON(w http.ResponseWriter, r *http.Request, status int, v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	return send(w, status, b)
+}
+
+// appendIDs appends `,"id":first,"ids":[...]` and, with strings, the
+// `"id_str"` and `"ids_str"` forms JavaScript clients need above 2^53.
+func appendIDs(b []byte, ids []int64, strs bool) []byte {
+	b = append(b, `,"id":`...)
+	b = strconv.AppendInt(b, ids[0], 10)
+	if strs {
+		b = append(b, `,"id_str":"`...)
+		b = strconv.AppendInt(b, ids[0], 10)
+		b = append(b, '"')
+	}
+	b = append(b, `,"ids":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	b = append(b, ']')
+	if strs {
+		b = append(b, `,"ids_str":[`...)
+		for i, id := range ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, id, 10)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. The strings it gets are our own
+// messages and validated request IDs, so escaping quotes, backslashes and
+// control bytes is all JSON needs.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// requestID honours a caller's X-Request-Id when it is safe to echo into
+// headers, JSON and logs, and otherwise makes one. It is only called on the
+// error path, so successful requests pay nothing for it.
+func (s *Server) requestID(r *http.Request) string {
+	// The tag alphabet and length suit request IDs too: UUIDs and trace IDs
+	// pass, nothing needs escaping.
+	if id := r.Header.Get(requestIDHeader); segment.ValidTag(id) {
+		return id
+	}
+	return s.ridPrefix + strconv.FormatUint(s.ridSeq.Add(1), 10)
+}

@@ -1,0 +1,358 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// calls records what a fake was asked, so tests can prove bad input
+// reached no dependency.
+type calls struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (c *calls) record(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, s)
+}
+
+func (c *calls) list() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.log)
+}
+
+// fakeSegments serves tags from a map with a counter; err, when set, is
+// what every call returns, and panics makes Next panic.
+type fakeSegments struct {
+	calls
+	next   atomic.Int64
+	total  atomic.Int64
+	err    error
+	panics bool
+
+	tagsMu sync.Mutex
+	tags   map[string]segment.Tag
+}
+
+func newFakeSegments(tags ...string) *fakeSegments {
+	f := &fakeSegments{tags: map[string]segment.Tag{}}
+	for _, t := range tags {
+		f.tags[t] = segment.Tag{AppTag: t, MaxID: 1000, Step: 1000,
+			UpdateTime: time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC)}
+	}
+	f.total.Store(500)
+	return f
+}
+
+func (f *fakeSegments) known(tag string) error {
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	if _, ok := f.tags[tag]; !ok {
+		return segment.ErrUnknownTag
+	}
+	return nil
+}
+
+func (f *fakeSegments) Next(ctx context.Context, tag string) (int64, error) {
+	f.record("Next " + tag)
+	if f.panics {
+		panic("secret panic text: password=hunter2")
+	}
+	if f.err != nil {
+		return 0, f.err
+	}
+	if err := f.known(tag); err != nil {
+		return 0, err
+	}
+	return f.next.Add(1), nil
+}
+
+func (f *fakeSegments) NextN(ctx context.Context, tag string, dst []int64) error {
+	f.record("NextN " + tag)
+	if f.err != nil {
+		return f.err
+	}
+	if err := f.known(tag); err != nil {
+		return err
+	}
+	last := f.next.Add(int64(len(dst)))
+	for i := range dst {
+		dst[i] = last - int64(len(dst)) + 1 + int64(i)
+	}
+	return nil
+}
+
+func (f *fakeSegments) Buffered(tag string) (int64, error) {
+	f.record("Buffered " + tag)
+	if err := f.known(tag); err != nil {
+		return 0, err
+	}
+	return 42, nil
+}
+
+func (f *fakeSegments) TotalBuffered() int64 { return f.total.Load() }
+
+func (f *fakeSegments) Stats() []segment.TagStats {
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	var out []segment.TagStats
+	for t := range f.tags {
+		out = append(out, segment.TagStats{AppTag: t, Buffered: 42, Step: 2000, Issued: f.next.Load()})
+	}
+	return out
+}
+
+func (f *fakeSegments) Tags(ctx context.Context) ([]segment.Tag, error) {
+	f.record("Tags")
+	if f.err != nil {
+		return nil, f.err
+	}
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	var out []segment.Tag
+	for _, t := range f.tags {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (f *fakeSegments) CreateTag(ctx context.Context, t segment.Tag) error {
+	f.record("CreateTag " + t.AppTag)
+	if f.err != nil {
+		return f.err
+	}
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	if _, ok := f.tags[t.AppTag]; ok {
+		return segment.ErrTagExists
+	}
+	t.MaxID = t.Start - 1
+	f.tags[t.AppTag] = t
+	return nil
+}
+
+// fakePinger answers Ping with whatever error was last set.
+type fakePinger struct{ err atomic.Pointer[error] }
+
+func (p *fakePinger) set(err error) { p.err.Store(&err) }
+
+func (p *fakePinger) Ping(ctx context.Context) error {
+	if e := p.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// fakeFlake issues a counter, or err when set.
+type fakeFlake struct {
+	calls
+	next   atomic.Int64
+	err    error
+	layout snowflake.Layout
+}
+
+func newFakeFlake(tb testing.TB) *fakeFlake {
+	tb.Helper()
+	l, err := snowflake.NewLayout(time.Time{}, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &fakeFlake{layout: l}
+	f.next.Store(1 << 40)
+	return f
+}
+
+func (f *fakeFlake) Next() (int64, error) {
+	f.record("Next")
+	if f.err != nil {
+		return 0, f.err
+	}
+	return f.next.Add(1), nil
+}
+
+func (f *fakeFlake) NextN(dst []int64) error {
+	f.record("NextN")
+	if f.err != nil {
+		return f.err
+	}
+	for i := range dst {
+		dst[i] = f.next.Add(1)
+	}
+	return nil
+}
+
+func (f *fakeFlake) Layout() snowflake.Layout { return f.layout }
+
+// fakeLeases answers every call with lease, or err when set.
+type fakeLeases struct {
+	calls
+	err   error
+	lease workerlease.Lease
+}
+
+var testExpiry = time.Date(2026, 11, 21, 10, 0, 30, 123e6, time.UTC)
+
+func newFakeLeases() *fakeLeases {
+	return &fakeLeases{lease: workerlease.Lease{Cluster: "default", WorkerID: 7,
+		Token: "AAAAAAAAAAAAAAAAAAAAAA", ExpiresAt: testExpiry, LastTimestampMS: 1700}}
+}
+
+func (f *fakeLeases) Acquire(ctx context.Context, cluster, holder string) (workerlease.Lease, error) {
+	f.record("Acquire " + cluster)
+	return f.lease, f.err
+}
+
+func (f *fakeLeases) Renew(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) (workerlease.Lease, error) {
+	f.record("Renew " + cluster)
+	return f.lease, f.err
+}
+
+func (f *fakeLeases) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
+	f.record("Release " + cluster)
+	return f.err
+}
+
+func (f *fakeLeases) TTL() time.Duration { return 30 * time.Second }
+func (f *fakeLeases) MaxWorkerID() int64 { return 1023 }
+func (f *fakeLeases) Cluster() string    { return "default" }
+
+// fakeOwn is this instance's own lease, or none.
+type fakeOwn struct {
+	lease workerlease.Lease
+	held  bool
+}
+
+func (f *fakeOwn) Lease() (workerlease.Lease, bool)  { return f.lease, f.held }
+func (f *fakeOwn) SecondsLeft(now time.Time) float64 { return 12.5 }
+
+// rig is a server on fakes.
+type rig struct {
+	srv    *Server
+	seg    *fakeSegments
+	store  *fakePinger
+	flake  *fakeFlake
+	leases *fakeLeases
+	own    *fakeOwn
+	reg    *prometheus.Registry
+	logs   *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newRig builds a server with every dependency faked and the tag "order";
+// edit adjusts the config and deps before New.
+func newRig(tb testing.TB, edit func(*Config, *Deps)) *rig {
+	tb.Helper()
+	r := &rig{
+		seg:    newFakeSegments("order", "test_business"),
+		store:  &fakePinger{},
+		flake:  newFakeFlake(tb),
+		leases: newFakeLeases(),
+		own:    &fakeOwn{lease: newFakeLeases().lease, held: true},
+		reg:    prometheus.NewRegistry(),
+		logs:   &syncBuffer{},
+	}
+	cfg := Config{
+		AdminToken: "s3cret-admin-token",
+		Registerer: r.reg,
+		Gatherer:   r.reg,
+		Logger:     slog.New(slog.NewJSONHandler(r.logs, nil)),
+	}
+	deps := Deps{Segments: r.seg, Store: r.store, Snowflake: r.flake, Leases: r.leases, OwnLease: r.own}
+	if edit != nil {
+		edit(&cfg, &deps)
+	}
+	srv, err := New(cfg, deps)
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	tb.Cleanup(func() { _ = srv.Close() })
+	r.srv = srv
+	return r
+}
+
+// reply is a decoded answer.
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r reply) code() any { return r.body["resp_code"] }
+
+// do sends one request through the router. body "" sends none; headers
+// come in name, value pairs.
+func (rg *rig) do(tb testing.TB, method, target, body string, headers ...string) reply {
+	tb.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	if v := req.Header.Get("X-Remote-Addr"); v != "" {
+		req.RemoteAddr = v
+		req.Header.Del("X-Remote-Addr")
+	}
+	w := httptest.NewRecorder()
+	rg.srv.Handler().ServeHTTP(w, req)
+	return decodeReply(tb, w.Code, w.Header(), w.Body.Bytes(), target)
+}
+
+func decodeReply(tb testing.TB, status int, h http.Header, raw []byte, target string) reply {
+	tb.Helper()
+	rep := reply{status: status, header: h, raw: string(raw)}
+	if strings.HasPrefix(target, "/metrics") {
+		return rep
+	}
+	if got := h.Get("Content-Type"); got != "application/json" {
+		tb.Errorf("%s: Content-Type = %q, want application/json", target, got)
+	}
+	if err := json.Unmarshal(raw, &rep.body); err != nil {
+		tb.Fatalf("%s: body %q is not JSON: %v", target, raw, err)
+	}
+	if status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		tb.Errorf("%s: 503 without Retry-After", target)
+	}
+	return rep
+}
+
+var adminAuth = []string{"Authorization", "Bearer s3cret-admin-token"}

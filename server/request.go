@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+var (
+	errMissingTag = missingParam("app_tag")
+	errInvalidTag = badParam("app_tag", "must match ^[A-Za-z0-9_.:-]{1,64}$")
+)
+
+// tagParam reads the app_tag parameter. It is checked before anything else
+// sees it: an invalid tag reaches no store, log or metric label.
+func tagParam(raw string) (string, error) {
+	tag, found, err := queryParam(raw, "app_tag")
+	switch {
+	case err != nil:
+		return "", errInvalidTag
+	case !found || tag == "":
+		return "", errMissingTag
+	case !segment.ValidTag(tag):
+		return "", errInvalidTag
+	}
+	return tag, nil
+}
+
+// queryParam returns the first value of key in a raw query, as
+// url.Values.Get would, without building the map: the hot paths read one or
+// two parameters, and the raw value is returned as a substring. Only a key
+// or value holding '%' or '+' is unescaped. A value that does not unescape
+// is a bad request naming key.
+func queryParam(raw, key string) (value string, found bool, err error) {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		if k != key {
+			if !escaped(k) {
+				continue
+			}
+			if uk, err := url.QueryUnescape(k); err != nil || uk != key {
+				continue
+			}
+		}
+		if escaped(v) {
+			if v, err = url.QueryUnescape(v); err != nil {
+				return "", true, badParam(key, "bad percent-encoding")
+			}
+		}
+		return v, true, nil
+	}
+	return "", false, nil
+}
+
+// escaped is a plain loop: strings.ContainsAny builds a set per call, which
+// cost more than the rest of the query parsing.
+func escaped(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '+' {
+			return true
+		}
+	}
+	return false
+}
+
+// countParam reads the optional count of a batch: absent is 0, otherwise an
+// integer from 1 to limit.
+func countParam(raw string, limit int, invalid error) (int, error) {
+	v, found, err := queryParam(raw, "count")
+	if !found || err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > limit {
+		return 0, invalid
+	}
+	return n, nil
+}
+
+// maxBodyBytes bounds a POST body; the largest legitimate one is a few
+// hundred bytes.
+const maxBodyBytes = 64 << 10
+
+// object is a JSON object body by field. Decoding into a map rather than a
+// struct lets every error name its field, unknown fields included, and tells
+// a missing field from a zero one.
+type object map[string]json.RawMessage
+
+// readObject reads a JSON object body holding only the given fields. An
+// empty body is an empty object; callers decide what is required. Unknown
+// fields are refused, because a misspelt optional field (say
+// "last_timestamp") would otherwise be silently dropped.
+func readObject(w http.ResponseWriter, r *http.Request, fields ...string) (object, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, badParam("body", "larger than 64 KiB")
+		}
+		return nil, badParam("body", "could not be read")
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return object{}, nil
+	}
+	var o object
+	if err := json.Unmarshal(data, &o); err != nil {
+		return nil, badParam("body", "want a JSON object")
+	}
+	for k := range o {
+		if !slices.Contains(fields, k) {
+			if segment.ValidTag(k) { // safe to quote back
+				return nil, badParam("body", "unknown field "+strconv.Quote(k))
+			}
+			return nil, badParam("body", "unknown field")
+		}
+	}
+	return o, nil
+}
+
+// int64 reads an integer field; present is false when it is absent or null.
+func (o object) int64(field string) (v int64, present bool, err error) {
+	raw, ok := o[field]
+	if !ok || string(raw) == "null" {
+		return 0, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, true, badParam(field, "want an integer")
+	}
+	return v, true, nil
+}
+
+// string reads a string field; present is false when it is absent or null.
+func (o object) string(field string) (v string, present bool, err error) {
+	raw, ok := o[field]
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", true, badParam(field, "want a string")
+	}
+	return v, true, nil
+}

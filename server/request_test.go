@@ -1,0 +1,57 @@
+package server
+
+import (
+	"net/url"
+	"testing"
+)
+
+func TestQueryParam(t *testing.T) {
+	tests := []struct {
+		raw       string
+		want      string
+		wantFound bool
+		wantErr   bool
+	}{
+		{"", "", false, false},
+		{"app_tag=order", "order", true, false},
+		{"x=1&app_tag=order", "order", true, false},
+		{"app_tag=a&app_tag=b", "a", true, false},
+		{"app_tag", "", true, false},
+		{"app_tag=", "", true, false},
+		{"app_tags=x", "", false, false},
+		{"xapp_tag=x", "", false, false},
+		{"app_tag=a+b", "a b", true, false},
+		{"app_tag=a%2Bb", "a+b", true, false},
+		{"app%5ftag=order", "order", true, false},
+		{"app_tag=%zz", "", true, true},
+		{"&&app_tag=x&&", "x", true, false},
+		{"app_tag=a=b", "a=b", true, false},
+	}
+	for _, tt := range tests {
+		got, found, err := queryParam(tt.raw, "app_tag")
+		if got != tt.want || found != tt.wantFound || (err != nil) != tt.wantErr {
+			t.Errorf("queryParam(%q) = %q, %v, %v; want %q, %v, error %v", tt.raw, got, found, err, tt.want, tt.wantFound, tt.wantErr)
+		}
+	}
+}
+
+// FuzzQueryParam holds queryParam to url.Values.Get wherever the standard
+// parser accepts the whole query.
+func FuzzQueryParam(f *testing.F) {
+	for _, s := range []string{"app_tag=order", "a=1&app_tag=x%41y", "app_tag=a+b&app_tag=c", "app%5Ftag=q", "app_tag"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		vals, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		got, found, err := queryParam(raw, "app_tag")
+		if err != nil {
+			t.Fatalf("queryParam(%q): %v, but url.ParseQuery accepts it", raw, err)
+		}
+		if want := vals.Get("app_tag"); got != want || found != vals.Has("app_tag") {
+			t.Errorf("queryParam(%q) = %q, %v; want %q, %v", raw, got, found, want, vals.Has("app_tag"))
+		}
+	})
+}

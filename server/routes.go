@@ -1,0 +1,113 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// handlerFunc answers a request and returns the status it wrote. Returning
+// the status spares the per-request ResponseWriter wrapper that metrics
+// middleware usually needs.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) int
+
+// routes is the one route table.
+func (s *Server) routes() http.Handler {
+	mux := chi.NewRouter()
+	for _, rt := range []struct {
+		method, pattern string
+		h               handlerFunc
+	}{
+		{http.MethodGet, "/alloc", s.handleAlloc},
+		{http.MethodGet, "/health", s.handleHealth},
+		{http.MethodGet, "/tags", s.handleListTags},
+		{http.MethodPost, "/tags", s.admin(s.handleCreateTag)},
+		{http.MethodGet, "/metrics", s.handleMetrics()},
+		{http.MethodGet, "/snowflake", s.handleSnowflake},
+		{http.MethodGet, "/snowflake/{id}", s.handleDecompose},
+		{http.MethodGet, "/workerid", s.handleOwnLease},
+		{http.MethodPost, "/workerid", s.admin(s.handleAcquire)},
+		{http.MethodPost, "/workerid/renew", s.admin(s.handleRenew)},
+		{http.MethodPost, "/workerid/release", s.admin(s.handleRelease)},
+	} {
+		mux.Method(rt.method, rt.pattern, s.wrap(rt.pattern, rt.h))
+	}
+	// Unmatched requests share one label: raw paths would let any client
+	// mint series.
+	mux.NotFound(s.wrap("unmatched", func(w http.ResponseWriter, r *http.Request) int {
+		return s.fail(w, r, errNotFound)
+	}))
+	mux.MethodNotAllowed(s.wrap("unmatched", func(w http.ResponseWriter, r *http.Request) int {
+		if allow := allowed(mux, r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		return s.fail(w, r, errMethodNotAllowed)
+	}))
+	return mux
+}
+
+// allowed lists the methods mux serves on path, for a 405's Allow header.
+func allowed(mux *chi.Mux, path string) string {
+	var ms []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if mux.Match(chi.NewRouteContext(), m, path) {
+			ms = append(ms, m)
+		}
+	}
+	return strings.Join(ms, ", ")
+}
+
+// wrap is the only middleware: it recovers panics into resp_code 8 and
+// counts the request under its route pattern, in one deferred call.
+func (s *Server) wrap(pattern string, h handlerFunc) http.HandlerFunc {
+	rm := s.metrics.forRoute(pattern)
+	return func(w http.ResponseWriter, r *http.Request) {
+		// An offset from a monotonic base costs one clock read where
+		// time.Now costs two (wall and monotonic), and clock reads are
+		// slow on virtual machines.
+		start := time.Since(s.clockBase)
+		status := 0
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p) // net/http's own way to drop a connection silently
+				}
+				// fail logs it with the request ID; the text never reaches the client.
+				status = s.fail(w, r, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+			}
+			rm.observe(status, time.Since(s.clockBase)-start)
+		}()
+		status = h(w, r)
+	}
+}
+
+// handleMetrics serves the gatherer; it is the one route whose body is not
+// ours, so it records its status through a wrapper.
+func (s *Server) handleMetrics() handlerFunc {
+	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}})
+	return func(w http.ResponseWriter, r *http.Request) int {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		return sw.status
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// slogPrinter adapts the logger to promhttp's ErrorLog.
+type slogPrinter struct{ s *Server }
+
+func (p slogPrinter) Println(v ...any) { p.s.log.Error("metrics", "err", fmt.Sprint(v...)) }

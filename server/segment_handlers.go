@@ -1,0 +1,162 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// timeLayout is RFC 3339 in UTC with exactly three fractional digits, as the
+// contract writes every instant.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// maxDescription matches the segments.description column.
+const maxDescription = 256
+
+// handleAlloc serves GET /alloc?app_tag=T[&count=N], the hot path: no
+// url.Values, no encoding/json, one pooled buffer, one Write.
+func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
+	raw := r.URL.RawQuery
+	tag, err := tagParam(raw)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	n, err := countParam(raw, s.maxBatch, s.errBadCount)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	if n == 0 {
+		id, err := s.seg.Next(r.Context(), tag)
+		if err != nil {
+			return s.fail(w, r, err)
+		}
+		bp := getBuf()
+		b := append(*bp, okPrefix+`,"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		*bp = append(b, '}')
+		return sendPooled(w, http.StatusOK, bp)
+	}
+	ip := s.idsPool.Get().(*[]int64)
+	defer s.idsPool.Put(ip)
+	ids := (*ip)[:n]
+	if err := s.seg.NextN(r.Context(), tag, ids); err != nil {
+		return s.fail(w, r, err)
+	}
+	bp := getBuf()
+	b := appendIDs(append(*bp, okPrefix...), ids, false)
+	*bp = append(b, '}')
+	return sendPooled(w, http.StatusOK, bp)
+}
+
+// tagJSON is one row of GET /tags: the store's row merged with this
+// instance's view of it.
+type tagJSON struct {
+	AppTag      string `json:"app_tag"`
+	MaxID       int64  `json:"max_id"`
+	Step        int64  `json:"step"`
+	CurrentStep int64  `json:"current_step"`
+	Left        int64  `json:"left"`
+	UpdateTime  string `json:"update_time"`
+	Description string `json:"description"`
+}
+
+// handleListTags serves GET /tags.
+func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
+	tags, err := s.seg.Tags(r.Context())
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	stats := make(map[string]segment.TagStats)
+	for _, st := range s.seg.Stats() {
+		stats[st.AppTag] = st
+	}
+	out := make([]tagJSON, 0, len(tags))
+	for _, t := range tags {
+		st := stats[t.AppTag]
+		out = append(out, tagJSON{
+			AppTag:      t.AppTag,
+			MaxID:       t.MaxID,
+			Step:        t.Step,
+			CurrentStep: st.Step,
+			Left:        st.Buffered,
+			UpdateTime:  formatTime(t.UpdateTime),
+			Description: t.Description,
+		})
+	}
+	slices.SortFunc(out, func(a, b tagJSON) int { return strings.Compare(a.AppTag, b.AppTag) })
+	return s.sendJSON(w, r, http.StatusOK, struct {
+		envelope
+		Tags []tagJSON `json:"tags"`
+	}{success, out})
+}
+
+// handleCreateTag serves POST /tags (admin).
+func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
+	t, err := s.readTag(w, r)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	if err := s.seg.CreateTag(r.Context(), t); err != nil {
+		return s.fail(w, r, err)
+	}
+	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start)
+	return s.sendJSON(w, r, http.StatusCreated, struct {
+		envelope
+		AppTag      string `json:"app_tag"`
+		Step        int64  `json:"step"`
+		Start       int64  `json:"start"`
+		Description string `json:"description"`
+	}{success, t.AppTag, t.Step, t.Start, t.Description})
+}
+
+// readTag reads and checks POST /tags' body: app_tag and step are
+// required, start defaults to 1.
+func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, error) {
+	o, err := readObject(w, r, "app_tag", "step", "start", "description")
+	if err != nil {
+		return segment.Tag{}, err
+	}
+	tag, ok, err := o.string("app_tag")
+	switch {
+	case err != nil:
+		return segment.Tag{}, err
+	case !ok || tag == "":
+		return segment.Tag{}, errMissingTag
+	case !segment.ValidTag(tag):
+		return segment.Tag{}, errInvalidTag
+	}
+	step, ok, err := o.int64("step")
+	switch {
+	case err != nil:
+		return segment.Tag{}, err
+	case !ok:
+		return segment.Tag{}, missingParam("step")
+	case step < 1 || step > s.segmentMaxStep:
+		return segment.Tag{}, badParam("step", fmt.Sprintf("must be from 1 to %d", s.segmentMaxStep))
+	}
+	start, ok, err := o.int64("start")
+	switch {
+	case err != nil:
+		return segment.Tag{}, err
+	case !ok:
+		start = 1
+	case start < 1:
+		return segment.Tag{}, badParam("start", "must be at least 1")
+	}
+	desc, _, err := o.string("description")
+	switch {
+	case err != nil:
+		return segment.Tag{}, err
+	case utf8.RuneCountInString(desc) > maxDescription:
+		return segment.Tag{}, badParam("description", fmt.Sprintf("longer than %d characters", maxDescription))
+	}
+	return segment.Tag{AppTag: tag, Step: step, Start: start, Description: desc}, nil
+}

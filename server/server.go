@@ -1,0 +1,340 @@
+// Package server is idalloc's HTTP API: segment IDs (/alloc), snowflake IDs
+// (/snowflake), worker-ID leases (/workerid), tag administration (/tags),
+// load-balancer health (/health) and Prometheus metrics (/metrics), exactly as
+// the contract in API.md describes them.
+//
+// Every response is a JSON envelope {"resp_code":N,"msg":"...",...}; errors
+// from the domain packages are mapped to a resp_code and HTTP status by one
+// table (errors.go), and anything it does not know is answered as an internal
+// error with a request ID, never with the error's own text. Input is
+// validated before it reaches a dependency, a log line or a metric label.
+//
+// The hot paths (/alloc, /snowflake) read the raw query, build the body with
+// strconv into a pooled buffer and write it once, so they cost less than a
+// bare chi handler using url.Values and fmt.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxBatch       = 1000
+	DefaultHealthInterval = 2 * time.Second
+	// DefaultSegmentMaxStep mirrors segment.Config's default cap, so a tag
+	// created here can always be served there.
+	DefaultSegmentMaxStep = 1_000_000
+)
+
+// http.Server limits. WriteTimeout is well above the segment allocator's
+// wait for a fetch (1s by default), so a request that waits still answers;
+// IdleTimeout is above the 60s that common load balancers keep idle
+// connections, so the balancer, not us, closes them and never races a reuse.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 15 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 16 << 10
+	shutdownTimeout   = 10 * time.Second
+)
+
+// Segments is what the server needs of segment.Allocator. Errors are the
+// segment package's sentinels (ErrUnknownTag, ErrUnavailable, ErrClosed,
+// ErrExhausted, ErrTagExists, ErrInvalidStep, ErrInvalidTag); anything else
+// is answered as an internal error.
+type Segments interface {
+	Next(ctx context.Context, tag string) (int64, error)
+	NextN(ctx context.Context, tag string, dst []int64) error
+	Buffered(tag string) (int64, error)
+	TotalBuffered() int64
+	Stats() []segment.TagStats
+	Tags(ctx context.Context) ([]segment.Tag, error)
+	CreateTag(ctx context.Context, t segment.Tag) error
+}
+
+// Pinger reports whether the store answers; /health asks it in the background.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the server's collaborators. Segments and Store are required; the
+// rest are optional.
+type Deps struct {
+	Segments Segments
+	Store    Pinger
+	// Snowflake serves /snowflake; nil disables snowflake mode (resp_code 5).
+	Snowflake Snowflakes
+	// Leases serves POST /workerid*; nil answers them with resp_code 5.
+	Leases Leases
+	// OwnLease is this instance's own worker lease, for GET /workerid and the
+	// lease metrics; nil answers GET /workerid with resp_code 5.
+	OwnLease OwnLease
+}
+
+// Config tunes a Server. Zero values mean the documented defaults.
+type Config struct {
+	// AdminToken guards POST /tags and POST /workerid*: they need
+	// "Authorization: Bearer <AdminToken>". Empty means they are served to
+	// loopback clients only.
+	AdminToken string
+	// MaxBatch is the largest count of /alloc and /snowflake; 0 means 1000.
+	MaxBatch int
+	// SegmentMaxStep is the largest step POST /tags accepts; 0 means 1,000,000.
+	// Set it to segment.Config.MaxStep.
+	SegmentMaxStep int64
+	// HealthInterval is how often the store is pinged for /health; 0 means 2s.
+	HealthInterval time.Duration
+	// Logger receives request errors and health transitions; nil discards.
+	Logger *slog.Logger
+	// Metrics is where the server counts; pass the one given to
+	// segment.Config.Observer, and give each Server its own. Nil means New
+	// makes one on Registerer.
+	Metrics *Metrics
+	// Registerer is used only when Metrics is nil; if both are nil, New uses
+	// a fresh registry of its own, which it also serves when Gatherer is nil.
+	Registerer prometheus.Registerer
+	// Gatherer is what GET /metrics serves; required unless New made the
+	// registry itself.
+	Gatherer prometheus.Gatherer
+}
+
+// Server answers the HTTP API. It starts one goroutine, the store health
+// checker, which Close stops and waits for.
+type Server struct {
+	seg      Segments
+	store    Pinger
+	flake    Snowflakes
+	leases   Leases
+	own      OwnLease
+	metrics  *Metrics
+	gatherer prometheus.Gatherer
+	log      *slog.Logger
+	handler  http.Handler
+
+	adminToken     string
+	maxBatch       int
+	segmentMaxStep int64
+	healthInterval time.Duration
+
+	idsPool     sync.Pool // *[]int64 of len maxBatch
+	errBadCount error
+
+	storeOK   atomic.Bool
+	draining  atomic.Bool
+	clockBase time.Time // request latencies are measured as offsets from it
+
+	// Generated request IDs are a per-process random prefix and a counter:
+	// unique across instances without a random read per request.
+	ridPrefix string
+	ridSeq    atomic.Uint64
+
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New checks cfg and deps, pings the store once so /health is accurate from
+// the first request, and starts the health checker. Errors: a nil Segments
+// or Store, an OwnLease without Leases, a negative MaxBatch, SegmentMaxStep
+// or HealthInterval, no Gatherer, or a metrics registration conflict.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Segments == nil || deps.Store == nil {
+		return nil, errors.New("server: Deps.Segments and Deps.Store are required")
+	}
+	if deps.OwnLease != nil && deps.Leases == nil {
+		return nil, errors.New("server: Deps.OwnLease needs Deps.Leases, for max_worker_id")
+	}
+	if cfg.MaxBatch < 0 || cfg.SegmentMaxStep < 0 || cfg.HealthInterval < 0 {
+		return nil, errors.New("server: MaxBatch, SegmentMaxStep and HealthInterval must not be negative")
+	}
+	s := &Server{
+		seg:            deps.Segments,
+		store:          deps.Store,
+		flake:          deps.Snowflake,
+		leases:         deps.Leases,
+		own:            deps.OwnLease,
+		metrics:        cfg.Metrics,
+		gatherer:       cfg.Gatherer,
+		log:            cfg.Logger,
+		adminToken:     cfg.AdminToken,
+		maxBatch:       orDefault(cfg.MaxBatch, DefaultMaxBatch),
+		segmentMaxStep: orDefault(cfg.SegmentMaxStep, DefaultSegmentMaxStep),
+		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
+		clockBase:      time.Now(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.metrics == nil {
+		reg := cfg.Registerer
+		if reg == nil {
+			own := prometheus.NewRegistry()
+			reg = own
+			if s.gatherer == nil {
+				s.gatherer = own
+			}
+		}
+		m, err := NewMetrics(reg)
+		if err != nil {
+			return nil, err
+		}
+		s.metrics = m
+	}
+	if s.gatherer == nil {
+		return nil, errors.New("server: Config.Gatherer is required with a Registerer or Metrics of your own")
+	}
+	s.metrics.watch(s.seg, s.flake != nil, s.own)
+	s.errBadCount = badParam("count", fmt.Sprintf("must be an integer from 1 to %d", s.maxBatch))
+	s.idsPool.New = func() any {
+		ids := make([]int64, s.maxBatch)
+		return &ids
+	}
+	var prefix [4]byte
+	if _, err := rand.Read(prefix[:]); err != nil {
+		return nil, fmt.Errorf("server: request ID prefix: %w", err)
+	}
+	s.ridPrefix = hex.EncodeToString(prefix[:]) + "-"
+	s.handler = s.routes()
+
+	if s.adminToken == "" {
+		s.log.Warn("no admin_token configured: POST /tags and POST /workerid* are served to loopback clients only")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop, s.done = cancel, make(chan struct{})
+	if err := s.ping(ctx); err != nil {
+		s.log.Warn("store unreachable", "err", err)
+	} else {
+		s.storeOK.Store(true)
+	}
+	go s.checkStore(ctx)
+	return s, nil
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Handler returns the router; it is safe to serve from several listeners.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve answers on ln until ctx is done, then drains: /health answers 503
+// "draining" at once so load balancers take the instance out, while every
+// other route, on old and new connections, is served for drain; then it
+// shuts the listener down, waits for requests in flight, and returns nil.
+// It returns early with http.Server.Serve's error if that fails. Serve
+// leaves the health checker running and the dependencies open: call Close,
+// then close the allocator, which gives its unused IDs back.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	// Closing each connection after its response moves keep-alive clients to
+	// other instances during the drain instead of all at its end.
+	hs.SetKeepAlivesEnabled(false)
+	s.log.Info("draining", "for", drain)
+
+	timer := time.NewTimer(drain)
+	select {
+	case err := <-served:
+		timer.Stop()
+		return err
+	case <-timer.C:
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.log.Warn("shutdown: closing connections still busy", "err", err)
+		_ = hs.Close() // the requests it cuts have outlived every timeout
+	}
+	<-served // http.ErrServerClosed, by construction
+	return nil
+}
+
+// Close stops the health checker and waits for it. It is idempotent and
+// does not close the dependencies.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		<-s.done
+	})
+	return nil
+}
+
+// checkStore pings the store every healthInterval until ctx is done, so
+// /health follows the store even when no request touches it.
+func (s *Server) checkStore(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.healthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.pingStore(ctx)
+		}
+	}
+}
+
+// ping is bounded by the interval so a hung store turns /health degraded
+// within two intervals, and by the default interval so New never waits long.
+func (s *Server) ping(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, min(s.healthInterval, DefaultHealthInterval))
+	defer cancel()
+	return s.store.Ping(pctx)
+}
+
+// pingStore records one ping and logs transitions only.
+func (s *Server) pingStore(ctx context.Context) {
+	err := s.ping(ctx)
+	if ctx.Err() != nil {
+		return // stopping: a cancelled ping says nothing about the store
+	}
+	ok := err == nil
+	if s.storeOK.Swap(ok) == ok {
+		return
+	}
+	if ok {
+		s.log.Info("store reachable again")
+	} else {
+		s.log.Warn("store unreachable", "err", err)
+	}
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/idalloc/idalloc/snowflake"
+)
+
+// Snowflakes is what the server needs of workerlease.Source. Errors:
+// workerlease.ErrNoWorkerID before a lease is held, and the snowflake
+// package's ErrFenced, ErrClockDriftTryLater, ErrClockDriftTooLargeToRecover.
+type Snowflakes interface {
+	Next() (int64, error)
+	NextN(dst []int64) error
+	Layout() snowflake.Layout
+}
+
+// handleSnowflake serves GET /snowflake[?count=N], a hot path like /alloc.
+func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
+	if s.flake == nil {
+		return s.fail(w, r, errNoSnowflake)
+	}
+	n, err := countParam(r.URL.RawQuery, s.maxBatch, s.errBadCount)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	bp := getBuf()
+	b := append(*bp, okPrefix...)
+	if n == 0 {
+		id, err := s.flake.Next()
+		if err != nil {
+			putBuf(bp)
+			return s.failSnowflake(w, r, err)
+		}
+		b = append(b, `,"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, `,"id_str":"`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '"')
+		n = 1
+	} else {
+		ip := s.idsPool.Get().(*[]int64)
+		ids := (*ip)[:n]
+		err := s.flake.NextN(ids)
+		if err == nil {
+			b = appendIDs(b, ids, true)
+		}
+		s.idsPool.Put(ip)
+		if err != nil {
+			putBuf(bp)
+			return s.failSnowflake(w, r, err)
+		}
+	}
+	s.metrics.snowflakeIssued.Add(int64(n))
+	*bp = append(b, '}')
+	return sendPooled(w, http.StatusOK, bp)
+}
+
+// failSnowflake counts clock-drift refusals before answering them.
+func (s *Server) failSnowflake(w http.ResponseWriter, r *http.Request, err error) int {
+	switch {
+	case errors.Is(err, snowflake.ErrClockDriftTryLater):
+		s.metrics.driftTryLater.Inc()
+	case errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover):
+		s.metrics.driftTooLarge.Inc()
+	}
+	return s.fail(w, r, err)
+}
+
+var errBadID = badParam("id", "want a non-negative 64-bit integer")
+
+// handleDecompose serves GET /snowflake/{id}.
+func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
+	if s.flake == nil {
+		return s.fail(w, r, errNoSnowflake)
+	}
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id < 0 {
+		return s.fail(w, r, errBadID)
+	}
+	p, err := s.flake.Layout().Decompose(id)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	return s.sendJSON(w, r, http.StatusOK, struct {
+		envelope
+		ID          int64  `json:"id"`
+		IDStr       string `json:"id_str"`
+		Time        string `json:"time"`
+		TimestampMS int64  `json:"timestamp_ms"`
+		WorkerID    int64  `json:"worker_id"`
+		Sequence    int64  `json:"sequence"`
+	}{success, p.ID, strconv.FormatInt(p.ID, 10), formatTime(p.Time), p.TimestampMS, p.WorkerID, p.Sequence})
+}

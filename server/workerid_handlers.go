@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// Leases is what the server needs of workerlease.Service. Errors are the
+// workerlease sentinels; cluster "" means Cluster().
+type Leases interface {
+	Acquire(ctx context.Context, cluster, holder string) (workerlease.Lease, error)
+	Renew(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) (workerlease.Lease, error)
+	Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
+	TTL() time.Duration
+	MaxWorkerID() int64
+	Cluster() string
+}
+
+// OwnLease is what the server needs of workerlease.Keeper: this instance's
+// own lease, for GET /workerid and the lease metrics.
+type OwnLease interface {
+	Lease() (workerlease.Lease, bool)
+	SecondsLeft(now time.Time) float64
+}
+
+var (
+	errInvalidCluster   = badParam("cluster", "want 1 to 64 characters of A-Z a-z 0-9 _ . : -")
+	errInvalidToken     = badParam("token", "want 22 base64url characters")
+	errInvalidTimestamp = badParam("last_timestamp_ms", "must be 0 or more")
+)
+
+// handleOwnLease serves GET /workerid.
+func (s *Server) handleOwnLease(w http.ResponseWriter, r *http.Request) int {
+	if s.own == nil {
+		return s.fail(w, r, errNoSnowflake)
+	}
+	l, ok := s.own.Lease()
+	if !ok {
+		return s.fail(w, r, workerlease.ErrNoWorkerID)
+	}
+	return s.sendJSON(w, r, http.StatusOK, struct {
+		envelope
+		WorkerID    int64  `json:"worker_id"`
+		Cluster     string `json:"cluster"`
+		ExpiresAt   string `json:"expires_at"`
+		MaxWorkerID int64  `json:"max_worker_id"`
+	}{success, l.WorkerID, l.Cluster, formatTime(l.ExpiresAt), s.leases.MaxWorkerID()})
+}
+
+// leaseJSON answers POST /workerid and /workerid/renew.
+type leaseJSON struct {
+	envelope
+	WorkerID        int64  `json:"worker_id"`
+	Cluster         string `json:"cluster"`
+	Token           string `json:"token,omitempty"`
+	LeaseMS         int64  `json:"lease_ms"`
+	ExpiresAt       string `json:"expires_at"`
+	LastTimestampMS int64  `json:"last_timestamp_ms"`
+}
+
+func (s *Server) leaseJSON(l workerlease.Lease, withToken bool) leaseJSON {
+	out := leaseJSON{
+		envelope:        success,
+		WorkerID:        l.WorkerID,
+		Cluster:         l.Cluster,
+		LeaseMS:         s.leases.TTL().Milliseconds(),
+		ExpiresAt:       formatTime(l.ExpiresAt),
+		LastTimestampMS: l.LastTimestampMS,
+	}
+	if withToken {
+		out.Token = l.Token
+	}
+	return out
+}
+
+// handleAcquire serves POST /workerid (admin): a lease for a process that
+// runs its own generator.
+func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) int {
+	if s.leases == nil {
+		return s.fail(w, r, errNoLeases)
+	}
+	o, err := readObject(w, r, "cluster")
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	cluster, err := clusterField(o)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	// RemoteAddr comes from the socket, not the client's words, so it is a
+	// safe note for operators reading the table.
+	l, err := s.leases.Acquire(r.Context(), cluster, "http "+r.RemoteAddr)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	return s.sendJSON(w, r, http.StatusCreated, s.leaseJSON(l, true))
+}
+
+// handleRenew serves POST /workerid/renew (admin).
+func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) int {
+	if s.leases == nil {
+		return s.fail(w, r, errNoLeases)
+	}
+	h, err := s.readHolding(w, r)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	l, err := s.leases.Renew(r.Context(), h.cluster, h.workerID, h.token, h.lastTimestampMS)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	return s.sendJSON(w, r, http.StatusOK, s.leaseJSON(l, false))
+}
+
+// handleRelease serves POST /workerid/release (admin).
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) int {
+	if s.leases == nil {
+		return s.fail(w, r, errNoLeases)
+	}
+	h, err := s.readHolding(w, r)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	if err := s.leases.Release(r.Context(), h.cluster, h.workerID, h.token, h.lastTimestampMS); err != nil {
+		return s.fail(w, r, err)
+	}
+	return send(w, http.StatusOK, []byte(okPrefix+"}"))
+}
+
+// holding names a lease held by a client: the body of renew and release.
+type holding struct {
+	cluster         string
+	workerID        int64
+	token           string
+	lastTimestampMS int64
+}
+
+// readHolding reads and checks a renew or release body. The Service checks
+// the same again; checking here too names the field and tells a missing
+// worker_id from worker 0.
+func (s *Server) readHolding(w http.ResponseWriter, r *http.Request) (holding, error) {
+	var h holding
+	o, err := readObject(w, r, "worker_id", "token", "last_timestamp_ms", "cluster")
+	if err != nil {
+		return h, err
+	}
+	if h.cluster, err = clusterField(o); err != nil {
+		return h, err
+	}
+	id, ok, err := o.int64("worker_id")
+	switch {
+	case err != nil:
+		return h, err
+	case !ok:
+		return h, missingParam("worker_id")
+	case id < 0 || id > s.leases.MaxWorkerID():
+		return h, badParam("worker_id", fmt.Sprintf("must be from 0 to %d", s.leases.MaxWorkerID()))
+	}
+	h.workerID = id
+	tok, ok, err := o.string("token")
+	switch {
+	case err != nil:
+		return h, err
+	case !ok || tok == "":
+		return h, missingParam("token")
+	case !workerlease.ValidToken(tok):
+		return h, errInvalidToken
+	}
+	h.token = tok
+	ts, _, err := o.int64("last_timestamp_ms")
+	switch {
+	case err != nil:
+		return h, err
+	case ts < 0:
+		return h, errInvalidTimestamp
+	}
+	h.lastTimestampMS = ts
+	return h, nil
+}
+
+// clusterField reads the optional cluster; "" leaves the Service's default.
+func clusterField(o object) (string, error) {
+	c, ok, err := o.string("cluster")
+	switch {
+	case err != nil:
+		return "", err
+	// workerlease holds cluster names to the app_tag rule.
+	case ok && !segment.ValidTag(c):
+		return "", errInvalidCluster
+	}
+	return c, nil
+}
