@@ -62,6 +62,8 @@ func allowed(mux *chi.Mux, path string) string {
 	return strings.Join(ms, ", ")
 }
 
+var connClose = []string{"close"}
+
 // wrap is the only middleware: it recovers panics into resp_code 8 and
 // counts the request under its route pattern, in one deferred call.
 func (s *Server) wrap(pattern string, h handlerFunc) http.HandlerFunc {
@@ -72,6 +74,13 @@ func (s *Server) wrap(pattern string, h handlerFunc) http.HandlerFunc {
 		// slow on virtual machines.
 		start := time.Since(s.clockBase)
 		status := 0
+		if s.draining.Load() {
+			// Close each connection after its answer, so keep-alive clients
+			// move to other instances during the drain. Closing idle
+			// connections at once instead (SetKeepAlivesEnabled(false)) would
+			// drop a request already on its way over one, unanswered.
+			w.Header()["Connection"] = connClose
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

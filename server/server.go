@@ -264,10 +264,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		return err
 	case <-ctx.Done():
 	}
-	s.draining.Store(true)
-	// Closing each connection after its response moves keep-alive clients to
-	// other instances during the drain instead of all at its end.
-	hs.SetKeepAlivesEnabled(false)
+	s.draining.Store(true) // wrap answers with Connection: close from now on
 	s.log.Info("draining", "for", drain)
 
 	timer := time.NewTimer(drain)
