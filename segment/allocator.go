@@ -10,6 +10,8 @@ package segment
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,14 +179,18 @@ func (b *buffer) stats() TagStats {
 	return st
 }
 
-// Tags lists the store's rows.
+// Tags lists the store's rows. A store fault is ErrUnavailable.
 func (a *Allocator) Tags(ctx context.Context) ([]Tag, error) {
-	return a.store.Tags(ctx)
+	tags, err := a.store.Tags(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return tags, nil
 }
 
 // CreateTag adds a tag to the store and serves it at once. Start 0 means 1.
 // Errors: ErrInvalidTag, ErrInvalidStep (step outside [1, MaxStep] or start
-// below 1), ErrTagExists.
+// below 1), ErrTagExists, ErrUnavailable (a store fault).
 func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 	if !ValidTag(t.AppTag) {
 		return ErrInvalidTag
@@ -196,7 +202,10 @@ func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 		return ErrInvalidStep
 	}
 	if err := a.store.CreateTag(ctx, t); err != nil {
-		return err
+		if errors.Is(err, ErrTagExists) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	a.addTags([]string{t.AppTag})
 	return nil

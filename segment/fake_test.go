@@ -96,6 +96,9 @@ func (f *fakeStore) Tags(context.Context) ([]segment.Tag, error) {
 }
 
 func (f *fakeStore) CreateTag(_ context.Context, t segment.Tag) error {
+	if f.failing.Load() {
+		return errDown
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.rows[t.AppTag]; ok {
