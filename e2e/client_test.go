@@ -58,6 +58,14 @@ type reply struct {
 	Sequence    int64   `json:"sequence"`
 }
 
+// timedCall is one request as a load client saw it: when it was sent, when
+// its answer (or error) came back, and what that was.
+type timedCall struct {
+	sent, recv time.Time
+	r          reply
+	err        error
+}
+
 // allocOK is the exact body of a successful single /alloc, parsed without
 // encoding/json on the hot path of the load tests.
 var allocOK = []byte(`{"resp_code":0,"msg":"success","id":`)

@@ -10,13 +10,6 @@ import (
 	"time"
 )
 
-// drainCall is one request of TestDrainUnderLoad.
-type drainCall struct {
-	sent, recv time.Time
-	r          reply
-	err        error
-}
-
 // TestDrainUnderLoad: SIGTERM while keep-alive clients hammer /alloc.
 // /health must answer 503 draining at once (within 100ms), /alloc must be
 // answered 200 throughout the drain period (shutdown_drain 2s), no client
@@ -42,7 +35,7 @@ func TestDrainUnderLoad(t *testing.T) {
 	type worker struct {
 		kind  string
 		c     getter
-		calls []drainCall
+		calls []timedCall
 	}
 	var workers []*worker
 	for i := range 8 {
@@ -69,7 +62,7 @@ func TestDrainUnderLoad(t *testing.T) {
 			sent := time.Now()
 			r, err := w.c.get(path)
 			recv := time.Now()
-			w.calls = append(w.calls, drainCall{sent: sent, recv: recv, r: r, err: err})
+			w.calls = append(w.calls, timedCall{sent: sent, recv: recv, r: r, err: err})
 			if ta := termAt.Load(); err != nil && ta != 0 && recv.After(time.Unix(0, ta).Add(drain)) {
 				return // the server has shut down
 			}

@@ -19,13 +19,6 @@ const (
 
 func flakeWorker(id int64) int64 { return id >> flakeSeqBits & (1<<flakeWorkerBits - 1) }
 
-// flakeCall is one /snowflake request of the client hammering instance A.
-type flakeCall struct {
-	sent, recv time.Time
-	r          reply
-	err        error
-}
-
 // TestSnowflakeLeaseTakeover: instances A and C hold the only two worker IDs
 // of a cluster (worker_bits 1, lease_ttl 3s); B waits for one. A is frozen
 // with SIGSTOP past its TTL, so B takes A's worker ID over; A is resumed
@@ -60,7 +53,7 @@ func TestSnowflakeLeaseTakeover(t *testing.T) {
 	// is frozen and answered the moment it wakes.
 	var (
 		mu     sync.Mutex
-		calls  []flakeCall
+		calls  []timedCall
 		stop   = make(chan struct{})
 		wg     sync.WaitGroup
 		closed bool
@@ -90,7 +83,7 @@ func TestSnowflakeLeaseTakeover(t *testing.T) {
 				sent := time.Now()
 				r, err := hc.get("/snowflake")
 				mu.Lock()
-				calls = append(calls, flakeCall{sent: sent, recv: time.Now(), r: r, err: err})
+				calls = append(calls, timedCall{sent: sent, recv: time.Now(), r: r, err: err})
 				mu.Unlock()
 				select {
 				case <-stop:
