@@ -100,7 +100,7 @@ func run(args []string) error {
 		return fmt.Errorf("load tags: %w", err)
 	}
 
-	leases, keeper, source, err := snowflakeParts(st, cfg, log)
+	leases, keeper, source, err := snowflakeParts(st, cfg, log, metrics.DriftWaited)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func run(args []string) error {
 // snowflakeParts builds the worker-lease service (always: other processes
 // lease worker IDs through it) and, when snowflake mode is on, this
 // instance's keeper and fenced source.
-func snowflakeParts(st workerlease.Store, cfg settings, log *slog.Logger) (*workerlease.Service, *workerlease.Keeper, *workerlease.Source, error) {
+func snowflakeParts(st workerlease.Store, cfg settings, log *slog.Logger, onDriftWait func(time.Duration)) (*workerlease.Service, *workerlease.Keeper, *workerlease.Source, error) {
 	sf := cfg.Snowflake
 	layout, err := snowflake.NewLayout(cfg.epoch, sf.WorkerBits)
 	if err != nil {
@@ -164,7 +164,7 @@ func snowflakeParts(st workerlease.Store, cfg settings, log *slog.Logger) (*work
 	}
 	source, err := workerlease.NewSource(keeper, snowflake.Settings{
 		Epoch: cfg.epoch, WorkerBits: sf.WorkerBits, DisableRandomStart: !cfg.randomStart,
-		MaxDriftBlock: cfg.driftBlock, MaxDriftError: cfg.driftError,
+		MaxDriftBlock: cfg.driftBlock, MaxDriftError: cfg.driftError, OnDriftWait: onDriftWait,
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("snowflake settings: %w", err)

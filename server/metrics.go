@@ -41,7 +41,7 @@ type Metrics struct {
 	givenBack     *prometheus.CounterVec
 	wasted        *prometheus.CounterVec
 
-	driftTryLater, driftTooLarge prometheus.Counter
+	driftWaited, driftTryLater, driftTooLarge prometheus.Counter
 
 	http httpMetrics
 
@@ -85,10 +85,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: namespace, Subsystem: "snowflake", Name: "clock_drift_events_total",
 		Help: "Clock-drift events of the snowflake generator by outcome: waited, try_later, too_large.",
 	}, []string{"outcome"})
-	// The generator waits out small drifts inside Next without telling
-	// anyone, so "waited" stays 0 until package snowflake reports waits;
-	// the series exists so dashboards need not change when it does.
-	drift.WithLabelValues("waited")
+	m.driftWaited = drift.WithLabelValues("waited")
 	m.driftTryLater = drift.WithLabelValues("try_later")
 	m.driftTooLarge = drift.WithLabelValues("too_large")
 
@@ -122,6 +119,10 @@ func (m *Metrics) Fetched(tag string, took time.Duration, err error) {
 		errs.Inc()
 	}
 }
+
+// DriftWaited counts a clock drift the snowflake generator waited out; wire
+// it to snowflake.Settings.OnDriftWait.
+func (m *Metrics) DriftWaited(time.Duration) { m.driftWaited.Inc() }
 
 // GaveBack implements segment.Observer.
 func (m *Metrics) GaveBack(tag string, n int64) {

@@ -23,6 +23,9 @@ func (g *Generator) clockBehind(now time.Time) error {
 	behind := target.Sub(now)
 	switch {
 	case behind <= g.block:
+		if g.onWait != nil {
+			g.onWait(behind)
+		}
 		g.waitUntil(now, target)
 		return nil
 	case !g.issued:
