@@ -101,13 +101,22 @@ func (a *Allocator) now() time.Time { return a.cfg.Now() }
 // ErrUnavailable (nothing buffered and the store did not deliver within
 // WaitTimeout), ErrExhausted, ErrClosed.
 func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
-	b, err := a.buffer(ctx, tag)
-	if err != nil {
-		return 0, err
+	b := (*a.tags.Load())[tag]
+	if b == nil {
+		var err error
+		if b, err = a.buffer(ctx, tag); err != nil {
+			return 0, err
+		}
 	}
 	for {
-		id, _, s, ok := b.claim(1)
-		if ok {
+		// One atomic add claims the ID: the whole hot path.
+		s := b.cur.Load()
+		end, prefetchAt := s.end, s.prefetchAt
+		id := s.cursor.Add(1) - 1
+		if id <= end {
+			if id == prefetchAt {
+				b.prefetch()
+			}
 			return id, nil
 		}
 		if err := b.advance(ctx, s); err != nil {

@@ -16,10 +16,16 @@ const maxUsable = math.MaxInt64 - 1<<32
 
 // span is one reserved range [start, end]. cursor is the next ID to hand out;
 // callers claim IDs with one atomic add, so the range is served lock-free.
+//
+// The read-only fields and the cursor sit on separate cache lines: under
+// contention the cursor's line moves between cores on every claim, and the
+// bounds read after it would otherwise miss with it.
 type span struct {
-	cursor     atomic.Int64
 	start, end int64
 	prefetchAt int64 // the ID whose issue starts the background prefetch
+	_          [40]byte
+	cursor     atomic.Int64
+	_          [56]byte
 }
 
 func newSpan(start, end int64) *span {
@@ -67,13 +73,14 @@ func newBuffer(a *Allocator, tag string) *buffer {
 // segment had none left; s is the segment tried, for advance.
 func (b *buffer) claim(n int64) (first, last int64, s *span, ok bool) {
 	s = b.cur.Load()
+	end, prefetchAt := s.end, s.prefetchAt
 	v := s.cursor.Add(n)
 	first = v - n
-	if first > s.end {
+	if first > end {
 		return 0, 0, s, false
 	}
-	last = min(v-1, s.end)
-	if first <= s.prefetchAt && s.prefetchAt <= last {
+	last = min(v-1, end)
+	if first <= prefetchAt && prefetchAt <= last {
 		b.prefetch()
 	}
 	return first, last, s, true
