@@ -17,7 +17,8 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 	for _, target := range storetest.Drivers() {
 		t.Run(target.Name, func(t *testing.T) {
 			ctx := context.Background()
-			from := storetest.SQLite().Open(t)
+			fromDB := storetest.SQLite().NewDB(t)
+			from := fromDB.Open(t)
 			if err := from.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 10, Start: 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -37,10 +38,13 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			to := target.Open(t) // has test_business at max_id 0, no "order"
-			if err := migrateTags(ctx, from, to, func(string) {}); err != nil {
+			toDB := target.NewDB(t) // has test_business at max_id 0, no "order"
+			// The documented command, as an operator runs it.
+			cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
+			if err := migrateMain(cmd); err != nil {
 				t.Fatal(err)
 			}
+			to := toDB.Open(t)
 			b, err := segment.New(ctx, to, segment.Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -55,8 +59,8 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 					t.Errorf("%s: first ID after the move got %d, want %d", tag, id, last+1)
 				}
 			}
-			// Running it twice changes nothing: max_id is never lowered.
-			if err := migrateTags(ctx, from, to, func(string) {}); err != nil {
+			// Running it again is harmless: max_id is never lowered.
+			if err := migrateMain(cmd); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -15,7 +15,7 @@
 # segment and snowflake. Everything runs on loopback and stops by itself.
 #
 # Environment (all optional):
-#   PERF_ROUNDS=3  PERF_DURATION=6s  PERF_WARMUP=1s  PERF_CONNS=64
+#   PERF_ROUNDS=4  PERF_DURATION=6s  PERF_WARMUP=1s  PERF_CONNS=64
 #   PERF_CLIENT=raw      idload's client: raw (its own HTTP/1.1 client, less
 #                        CPU per request) or http (net/http's Transport)
 #   PERF_BENCHTIME=1s    go test -benchtime for the in-process benchmarks
@@ -27,7 +27,7 @@
 #   PERF_KEEP=1          keep the temporary directory (logs, JSON reports)
 set -euo pipefail
 
-ROUNDS=${PERF_ROUNDS:-3}
+ROUNDS=${PERF_ROUNDS:-4}
 DUR=${PERF_DURATION:-6s}
 WARM=${PERF_WARMUP:-1s}
 CONNS=${PERF_CONNS:-64}
@@ -234,11 +234,23 @@ measure() {
 kinds=(bare alloc batch step1m step100 flake flakebatch)
 say "$ROUNDS rounds of ${kinds[*]}: $DUR each after $WARM warm-up, $CONNS connections"
 for round in $(seq "$ROUNDS"); do
-	measure bare "$bare_pid" "$bare_addr" "$round" -mode bare -tag test_business
-	measure alloc "$main_pid" "$main_addr" "$round" -mode segment -tag test_business
+	# The pairs compared with each other swap order every round, so a
+	# machine getting slower or faster within a round favours neither.
+	if [ $((round % 2)) -eq 1 ]; then
+		measure bare "$bare_pid" "$bare_addr" "$round" -mode bare -tag test_business
+		measure alloc "$main_pid" "$main_addr" "$round" -mode segment -tag test_business
+	else
+		measure alloc "$main_pid" "$main_addr" "$round" -mode segment -tag test_business
+		measure bare "$bare_pid" "$bare_addr" "$round" -mode bare -tag test_business
+	fi
 	measure batch "$main_pid" "$main_addr" "$round" -mode segment -tag test_business -count 1000
-	measure step1m "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag1m"
-	measure step100 "$s100_pid" "$s100_addr" "$round" -mode segment -tag "$tag100"
+	if [ $((round % 2)) -eq 1 ]; then
+		measure step1m "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag1m"
+		measure step100 "$s100_pid" "$s100_addr" "$round" -mode segment -tag "$tag100"
+	else
+		measure step100 "$s100_pid" "$s100_addr" "$round" -mode segment -tag "$tag100"
+		measure step1m "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag1m"
+	fi
 	measure flake "$main_pid" "$main_addr" "$round" -mode snowflake
 	measure flakebatch "$main_pid" "$main_addr" "$round" -mode snowflake -count 1000
 done
@@ -303,7 +315,7 @@ Measured with \`scripts/perf.sh\` on $(date -u +%Y-%m-%d): ${cpu:-unknown CPU}, 
 $(uname -sr), $goversion, idalloc $commit, store: $store_desc.
 Load: \`idload -client $CLIENT\`, $CONNS keep-alive connections, $DUR measured after $WARM warm-up per run,
 over 127.0.0.1; $pinning. Every figure is the median of $ROUNDS interleaved rounds
-(each round runs every row once, in table order). Latency is request sent to body read, at the client,
+(each round runs every row once; the compared pairs swap order every round). Latency is request sent to body read, at the client,
 from an HDR histogram. "Server CPU/req" is the server process's CPU time (/proc, user+system, warm-up
 included) divided by the requests it answered: unlike req/s it does not depend on which side is the
 bottleneck. "idload CPU" near 100% means the load tool, not the server, limited the run.
