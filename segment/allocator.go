@@ -60,6 +60,9 @@ type Allocator struct {
 	reloadMu   sync.Mutex   // one reload at a time; misses TryLock it
 	lastReload atomic.Int64 // UnixNano of the last reload's start
 
+	// lifeMu orders Close against fetch starts: a fetch starts only while
+	// not closed, so Close's wait covers every fetch goroutine.
+	lifeMu    sync.Mutex
 	closed    atomic.Bool
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -10,8 +10,8 @@ import (
 )
 
 // maxUsable is the highest ID the allocator hands out. The last 2^32 values of
-// int64 stay unused so that the atomic cursor, which concurrent callers may push
-// past a segment's end, can never wrap around into valid IDs.
+// int64 stay unused as headroom for the atomic cursor, which concurrent
+// callers push past a segment's end before the slow path pulls it back.
 const maxUsable = math.MaxInt64 - 1<<32
 
 // span is one reserved range [start, end]. cursor is the next ID to hand out;
@@ -34,7 +34,7 @@ func newSpan(start, end int64) *span {
 	return s
 }
 
-// empty is the span of a tag that has nothing buffered yet: every claim on it
+// emptySpan is the span of a tag that has nothing buffered yet: every claim on it
 // fails and sends the caller to the slow path.
 func emptySpan() *span { return newSpan(1, 0) }
 
@@ -116,6 +116,10 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 			b.mu.Unlock()
 			return nil
 		}
+		// Every failed claim pushed the cursor further past the end; pull it
+		// back so that failures while the store is down, however many,
+		// cannot carry it round to negative IDs.
+		s.cursor.Store(s.end + 1)
 		if b.next != nil {
 			b.retired += s.size()
 			b.cur.Store(b.next)
@@ -167,9 +171,18 @@ func isFinal(err error) bool {
 	return errors.Is(err, ErrUnknownTag) || errors.Is(err, ErrExhausted)
 }
 
+// startFetchLocked starts the fetch loop unless the allocator is closed:
+// Close has then stopped waiting for fetch goroutines, and a range fetched
+// now could never be given back.
 func (b *buffer) startFetchLocked() {
+	a := b.a
+	a.lifeMu.Lock()
+	defer a.lifeMu.Unlock()
+	if a.closed.Load() {
+		return
+	}
 	b.fetching = true
-	b.a.wg.Add(1)
+	a.wg.Add(1)
 	go b.fetchLoop()
 }
 

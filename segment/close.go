@@ -12,8 +12,10 @@ import (
 // call's result.
 func (a *Allocator) Close(ctx context.Context) error {
 	a.closeOnce.Do(func() {
+		a.lifeMu.Lock()
 		a.closed.Store(true)
 		close(a.closing)
+		a.lifeMu.Unlock()
 		a.wg.Wait()
 		var errs []error
 		for _, b := range *a.tags.Load() {
