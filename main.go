@@ -26,8 +26,8 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// closeTimeout bounds the hand-back after the drain: releasing the lease and
-// giving back unused segment IDs.
+// closeTimeout bounds each hand-back after the drain: releasing the lease,
+// and giving back unused segment IDs.
 const closeTimeout = 10 * time.Second
 
 func main() {
@@ -80,6 +80,13 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Listen first: a taken port fails before a lease or a segment is held.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
 	st, err := openStore(ctx, cfg.Driver, cfg.DSN, *initSchema)
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", cfg.Driver, err)
@@ -107,10 +114,7 @@ func run(args []string) error {
 	deps := server.Deps{Segments: alloc, Store: st, Leases: leases}
 	if keeper != nil {
 		deps.Snowflake, deps.OwnLease = source, keeper
-		// Not ctx: the lease must stay renewed while the server drains.
-		keeper.Start(context.Background())
 	}
-
 	srv, err := server.New(server.Config{
 		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch, SegmentMaxStep: cfg.Segment.MaxStep,
 		Logger: log, Metrics: metrics, Gatherer: reg,
@@ -118,27 +122,32 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return err
+	if keeper != nil {
+		// Not ctx: the lease must stay renewed while the server drains.
+		keeper.Start(context.Background())
 	}
 	log.Info("idalloc serving", "addr", ln.Addr().String(), "driver", cfg.Driver, "snowflake", cfg.Snowflake.Enabled)
 	serveErr := srv.Serve(ctx, ln, cfg.shutdownDrain)
 
 	// The server has answered its last request: release the lease with the
-	// last timestamp used, then give unused segment IDs back.
-	closeCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
+	// last timestamp used, then give unused segment IDs back. Each gets its
+	// own time, so a store that hangs on one still lets the other try.
 	var errs []error
 	if keeper != nil {
-		errs = append(errs, keeper.Close(closeCtx, source.LastTimestampMS()))
+		errs = append(errs, withTimeout(func(ctx context.Context) error { return keeper.Close(ctx, source.LastTimestampMS()) }))
 	}
-	errs = append(errs, alloc.Close(closeCtx), srv.Close())
+	errs = append(errs, withTimeout(alloc.Close), srv.Close())
 	if err := errors.Join(errs...); err != nil {
 		log.Error("shutdown", "err", err)
 	}
 	log.Info("idalloc stopped")
 	return serveErr
+}
+
+func withTimeout(f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return f(ctx)
 }
 
 // snowflakeParts builds the worker-lease service (always: other processes

@@ -31,6 +31,13 @@ func migrateMain(args []string) error {
 	if *toDSN == "" {
 		return errors.New("-to-dsn is required")
 	}
+	if *fromDriver == "sqlite" {
+		// Opening a SQLite path creates the file: a mistyped source would
+		// migrate nothing and look like success.
+		if _, err := os.Stat(*fromDSN); err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	from, err := openStore(ctx, *fromDriver, *fromDSN, false)
@@ -88,19 +95,35 @@ func migrateTags(ctx context.Context, from, to segment.Store, report func(string
 	}
 	for _, t := range src {
 		cur, ok := have[t.AppTag]
+		var line string
 		switch {
 		case !ok:
 			err = to.CreateTag(ctx, segment.Tag{AppTag: t.AppTag, Step: t.Step, Start: t.MaxID + 1, Description: t.Description})
-			report(fmt.Sprintf("%s: created, max_id %d", t.AppTag, t.MaxID))
+			line = fmt.Sprintf("%s: created, max_id %d", t.AppTag, t.MaxID)
 		case cur.MaxID < t.MaxID:
-			_, err = to.Fetch(ctx, t.AppTag, t.MaxID-cur.MaxID)
-			report(fmt.Sprintf("%s: max_id raised from %d to %d", t.AppTag, cur.MaxID, t.MaxID))
+			err = raise(ctx, to, t.AppTag, cur.MaxID, t.MaxID)
+			line = fmt.Sprintf("%s: max_id raised from %d to at least %d", t.AppTag, cur.MaxID, t.MaxID)
 		default:
-			report(fmt.Sprintf("%s: target max_id %d already >= %d", t.AppTag, cur.MaxID, t.MaxID))
+			line = fmt.Sprintf("%s: target max_id %d already >= %d", t.AppTag, cur.MaxID, t.MaxID)
 		}
 		if err != nil {
 			return fmt.Errorf("migrate %q: %w", t.AppTag, err)
 		}
+		report(line)
+	}
+	return nil
+}
+
+// raise advances tag's max_id on st to at least want, from a read of have.
+// It checks what each fetch returns and goes on until it is there: a live
+// instance on the target may give IDs back between the read and the fetch.
+func raise(ctx context.Context, st segment.Store, tag string, have, want int64) error {
+	for have < want {
+		f, err := st.Fetch(ctx, tag, want-have)
+		if err != nil {
+			return err
+		}
+		have = f.MaxID
 	}
 	return nil
 }
