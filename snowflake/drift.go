@@ -53,9 +53,12 @@ func (g *Generator) waitUntil(now, until time.Time) {
 	if d > spinThreshold {
 		time.Sleep(d - spinThreshold)
 	}
-	// until has no monotonic reading, so this compares wall clocks, the
-	// clock IDs are stamped with.
-	for g.now().Before(until) {
+	// Spin until the wall clock, which IDs are stamped with, reaches until;
+	// but no longer than d by the monotonic clock (t.Sub(now) uses it): were
+	// the wall clock stepped back meanwhile, waiting for it to come round
+	// would hold every caller for the length of the step. The caller reads
+	// the clock again, and the drift tiers judge the step.
+	for t := g.now(); t.Before(until) && t.Sub(now) < d; t = g.now() {
 		runtime.Gosched()
 	}
 }

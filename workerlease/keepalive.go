@@ -22,6 +22,7 @@ func (k *Keeper) run(ctx context.Context) {
 	backoff := k.retry
 	for {
 		l, sent, err := k.acquire(ctx)
+		k.noFree.Store(errors.Is(err, ErrNoWorkerID))
 		if ctx.Err() != nil {
 			if err == nil {
 				k.final = &l // granted as we were stopped: Close releases it

@@ -67,6 +67,10 @@ type Keeper struct {
 	// state is the published lease; nil while none may be used. It is
 	// replaced whole, so Allow sees one consistent snapshot in one load.
 	state atomic.Pointer[held]
+	// noFree is set while the last acquire found every worker ID held, so a
+	// Source with no usable lease can say so (resp_code 5) rather than
+	// "not provably held".
+	noFree atomic.Bool
 
 	// mu serialises every change of state with GiveUp and Close, so that the
 	// keeper goroutine cannot republish a lease they have just revoked.

@@ -82,7 +82,8 @@ func (s *Source) install(l Lease) {
 	s.cur.Store(&leasedGenerator{lease: l, gen: g, err: err})
 }
 
-// Next returns a new ID. Errors: ErrNoWorkerID before the first lease;
+// Next returns a new ID. Errors: ErrNoWorkerID before the first lease, and
+// while the lease is lost and the keeper finds every worker ID held;
 // snowflake.ErrFenced while the lease is not provably held (lost and not yet
 // replaced, or renewals stalled); snowflake.ErrClockDriftTryLater; and
 // snowflake.ErrClockDriftTooLargeToRecover, upon which the lease is given up
@@ -97,9 +98,9 @@ func (s *Source) Next() (int64, error) {
 	}
 	id, err := c.gen.Next()
 	if err != nil {
-		s.giveUpOnDrift(c, err)
+		return 0, s.failed(c, err)
 	}
-	return id, err
+	return id, nil
 }
 
 // NextN fills dst with strictly increasing IDs from one generator. Errors as
@@ -112,17 +113,22 @@ func (s *Source) NextN(dst []int64) error {
 	if c.gen == nil {
 		return c.err
 	}
-	err := c.gen.NextN(dst)
-	if err != nil {
-		s.giveUpOnDrift(c, err)
+	if err := c.gen.NextN(dst); err != nil {
+		return s.failed(c, err)
 	}
-	return err
+	return nil
 }
 
-func (s *Source) giveUpOnDrift(c *leasedGenerator, err error) {
+// failed handles a generator error: a drift too large gives the lease up;
+// a fenced generator whose keeper finds no free worker ID reports that.
+func (s *Source) failed(c *leasedGenerator, err error) error {
 	if errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover) && c.gaveUp.CompareAndSwap(false, true) {
 		s.k.GiveUp(c.lease)
 	}
+	if errors.Is(err, snowflake.ErrFenced) && s.k.noFree.Load() {
+		return ErrNoWorkerID
+	}
+	return err
 }
 
 // Layout returns the layout of every ID the Source issues.

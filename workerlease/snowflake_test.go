@@ -172,6 +172,13 @@ func TestSourceStalledHolder(t *testing.T) {
 				if _, err := a.src.Next(); !errors.Is(err, snowflake.ErrFenced) {
 					t.Errorf("A Next after B took over: error = %v, want %v", err, snowflake.ErrFenced)
 				}
+				// The partition heals; B and C hold both worker IDs, so A's
+				// keeper finds none free, and A says so (resp_code 5).
+				partitioned.Store(false)
+				time.Sleep(2 * testTTL)
+				if _, err := a.src.Next(); !errors.Is(err, ErrNoWorkerID) {
+					t.Errorf("A Next with every worker ID held: error = %v, want %v", err, ErrNoWorkerID)
+				}
 
 				closeKeeper(t, b.k, b.src.LastTimestampMS())
 				closeKeeper(t, c.k, 0)
