@@ -130,6 +130,18 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 // statement matched nothing, hit a row another caller just wrote, or the
 // lease is gone.
 func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, workerID int64, token, stmt string, args ...any) (workerlease.Lease, error) {
+	if _, ok := e.(*sqlx.DB); ok {
+		// Statement and read-back in one short transaction: the read-back
+		// then comes from the primary that took the write, even behind a
+		// read/write-splitting proxy, and last_timestamp_ms, the new
+		// holder's floor, cannot come from a lagging replica.
+		var l workerlease.Lease
+		err := d.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+			l, err = d.claim(ctx, tx, cluster, workerID, token, stmt, args...)
+			return err
+		})
+		return l, err
+	}
 	ok, err := execOne(ctx, e, stmt, args...)
 	switch {
 	case d.dialect.isLostRace(err), err == nil && !ok:
