@@ -167,6 +167,7 @@ func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, worke
 // workerlease.ErrInvalidToken.
 func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
 	var row leaseRow
+	var refused error
 	err := checkLeaseArgs(cluster, token, ttl)
 	if err == nil {
 		err = d.inTx(ctx, func(tx *sqlx.Tx) error {
@@ -181,8 +182,12 @@ func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token st
 			if err != nil || ok {
 				return err
 			}
-			return conflict(found, row.Token, token)
+			refused = conflict(found, row.Token, token)
+			return d.keepHistory(ctx, tx, refused, cluster, workerID, token, lastTimestampMS)
 		})
+	}
+	if err == nil {
+		err = refused
 	}
 	if err != nil {
 		return workerlease.Lease{}, fmt.Errorf("renew worker ID %d in cluster %q: %w", workerID, cluster, err)
@@ -217,7 +222,24 @@ func (d *db) release(ctx context.Context, cluster string, workerID int64, token 
 	if err != nil {
 		return err
 	}
-	return conflict(found, row.Token, token)
+	refused := conflict(found, row.Token, token)
+	if err := d.keepHistory(ctx, d.x, refused, cluster, workerID, token, lastTimestampMS); err != nil {
+		return err
+	}
+	return refused
+}
+
+// keepHistory still records lastTimestampMS when a renew or release is
+// refused because the token's own lease expired and no one took it over: the
+// holder may have issued IDs up to it, and the next holder must start after
+// them. It only ever raises the value, and only while the token is the row's.
+func (d *db) keepHistory(ctx context.Context, e sqlx.ExecerContext, refused error, cluster string, workerID int64, token string, lastTimestampMS int64) error {
+	if !errors.Is(refused, workerlease.ErrLeaseExpired) {
+		return nil
+	}
+	_, err := e.ExecContext(ctx, d.q(`UPDATE worker_leases SET last_timestamp_ms = {greatest}(last_timestamp_ms, ?)
+		WHERE cluster = ? AND worker_id = ? AND token = ?`), lastTimestampMS, cluster, workerID, token)
+	return err
 }
 
 // readLease reads one row, reporting whether it exists.

@@ -2,6 +2,7 @@ package workerlease
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -88,6 +89,9 @@ func (m *MemoryStore) Renew(ctx context.Context, cluster string, workerID int64,
 	defer m.mu.Unlock()
 	k := memKey{cluster, workerID}
 	r, err := m.held(k, token)
+	if errors.Is(err, ErrLeaseExpired) {
+		r.lastTimestampMS = max(r.lastTimestampMS, lastTimestampMS)
+	}
 	if err != nil {
 		return Lease{}, err
 	}
@@ -104,6 +108,9 @@ func (m *MemoryStore) Release(ctx context.Context, cluster string, workerID int6
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.held(memKey{cluster, workerID}, token)
+	if errors.Is(err, ErrLeaseExpired) {
+		r.lastTimestampMS = max(r.lastTimestampMS, lastTimestampMS)
+	}
 	if err != nil {
 		return err
 	}
@@ -121,7 +128,9 @@ func (m *MemoryStore) held(k memKey, token string) (*memRow, error) {
 	case r.token != token:
 		return nil, ErrTokenMismatch
 	case !r.live(m.now()):
-		return nil, ErrLeaseExpired
+		// Refused, but the holder may have issued IDs up to the timestamp it
+		// reports: the caller records it anyway (see keepHistory in store).
+		return r, ErrLeaseExpired
 	}
 	return r, nil
 }
