@@ -133,7 +133,8 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 	if err != nil {
 		return Lease{}, err
 	}
-	l, err := s.store.Acquire(ctx, AcquireRequest{
+	// The store's errors say which worker ID and cluster already.
+	return s.store.Acquire(ctx, AcquireRequest{
 		Cluster:     cluster,
 		MaxWorkerID: s.maxWorkerID,
 		Token:       token,
@@ -141,10 +142,6 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 		TTL:         s.ttl,
 		NowMS:       now.UnixMilli(),
 	})
-	if err != nil {
-		return Lease{}, fmt.Errorf("acquire worker ID in cluster %q: %w", cluster, err)
-	}
-	return l, nil
 }
 
 // Renew extends the lease token holds on workerID to TTL from now (by the
@@ -158,11 +155,7 @@ func (s *Service) Renew(ctx context.Context, cluster string, workerID int64, tok
 	if err != nil {
 		return Lease{}, err
 	}
-	l, err := s.store.Renew(ctx, cluster, workerID, token, s.ttl, lastTimestampMS)
-	if err != nil {
-		return Lease{}, fmt.Errorf("renew worker ID %d in cluster %q: %w", workerID, cluster, err)
-	}
-	return l, nil
+	return s.store.Renew(ctx, cluster, workerID, token, s.ttl, lastTimestampMS)
 }
 
 // Release frees workerID if token still holds it, after raising its
@@ -172,10 +165,7 @@ func (s *Service) Release(ctx context.Context, cluster string, workerID int64, t
 	if err != nil {
 		return err
 	}
-	if err := s.store.Release(ctx, cluster, workerID, token, lastTimestampMS); err != nil {
-		return fmt.Errorf("release worker ID %d in cluster %q: %w", workerID, cluster, err)
-	}
-	return nil
+	return s.store.Release(ctx, cluster, workerID, token, lastTimestampMS)
 }
 
 func (s *Service) validate(cluster string, workerID int64, token string, lastTimestampMS int64) (string, error) {
