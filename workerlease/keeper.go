@@ -32,7 +32,7 @@ type KeeperConfig struct {
 	Logger *slog.Logger
 	// OnLease is called on the keeper goroutine with each newly acquired
 	// lease, after its first renewal has stored a timestamp reservation and
-	// before Allow can return true under it. Its LastTimestampMS is the
+	// before the fence (Allow, Fence) can pass an ID under it. Its LastTimestampMS is the
 	// previous holders' reservation, which the new generator must start
 	// after. Optional.
 	OnLease func(Lease)
@@ -41,8 +41,9 @@ type KeeperConfig struct {
 // Keeper keeps this process's own worker-ID lease in the Service's default
 // cluster, in the mould of etcd's concurrency.Session: it acquires a lease
 // (retrying with backoff while none is free), renews it every TTL/3, and when
-// the lease is lost acquires another. Allow is the fence every snowflake ID
-// passes: it is true only while the keeper can prove the lease is held.
+// the lease is lost acquires another. Fence(l) is the check every snowflake
+// ID of lease l passes (Source uses it; Allow is the same for whichever lease
+// is current): true only while the keeper can prove the lease is held.
 //
 // The local deadline of a lease is the monotonic time at which its last
 // successful renewal was sent, plus TTL minus Margin. The store measures the
