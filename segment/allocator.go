@@ -70,19 +70,22 @@ type Allocator struct {
 	wg        sync.WaitGroup
 }
 
-// New loads the tag list and starts the refresher. It fails only when the
-// first tag list cannot be read.
+// New loads the tag list and starts the refresher. Errors: ErrInvalidConfig
+// for a negative field, or the store's when the first tag list cannot be read.
 func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
-	if cfg.MaxStep <= 0 {
+	if cfg.MaxStep < 0 || cfg.TagRefresh < 0 || cfg.WaitTimeout < 0 || cfg.FetchTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative MaxStep, TagRefresh, WaitTimeout or FetchTimeout", ErrInvalidConfig)
+	}
+	if cfg.MaxStep == 0 {
 		cfg.MaxStep = 1_000_000
 	}
-	if cfg.TagRefresh <= 0 {
+	if cfg.TagRefresh == 0 {
 		cfg.TagRefresh = 10 * time.Second
 	}
-	if cfg.WaitTimeout <= 0 {
+	if cfg.WaitTimeout == 0 {
 		cfg.WaitTimeout = time.Second
 	}
-	if cfg.FetchTimeout <= 0 {
+	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = 5 * time.Second
 	}
 	if cfg.Now == nil {

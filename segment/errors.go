@@ -17,6 +17,8 @@ var (
 	ErrExhausted = errors.New("app_tag ID space exhausted")
 	// ErrUnavailable: no buffered IDs and the store did not deliver in time.
 	ErrUnavailable = errors.New("no buffered IDs and the store is unreachable")
+	// ErrInvalidConfig: a negative Config field.
+	ErrInvalidConfig = errors.New("invalid segment config")
 	// ErrClosed: the allocator is closed (draining).
 	ErrClosed = errors.New("allocator closed")
 )

@@ -155,3 +155,11 @@ func TestStoreFaultsAreUnavailable(t *testing.T) {
 		t.Errorf("CreateTag with the store down: got %v, want ErrUnavailable", err)
 	}
 }
+
+func TestNewRefusesNegativeConfig(t *testing.T) {
+	for _, cfg := range []segment.Config{{MaxStep: -1}, {TagRefresh: -1}, {WaitTimeout: -1}, {FetchTimeout: -1}} {
+		if _, err := segment.New(context.Background(), newFakeStore(), cfg); !errors.Is(err, segment.ErrInvalidConfig) {
+			t.Errorf("New(%+v): got %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
