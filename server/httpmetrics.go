@@ -26,11 +26,12 @@ var (
 		"HTTP request latency by route pattern.", []string{"route"}, nil)
 )
 
-// latencyBounds are the histogram's upper bounds, 50µs to 3.3s: the hot
-// path answers from memory in microseconds, a fetch wait takes up to a second.
-var latencyBounds = func() [9]time.Duration {
-	var b [9]time.Duration
-	for i, d := 0, 50*time.Microsecond; i < len(b); i, d = i+1, d*4 {
+// latencyBounds are the histogram's upper bounds, 50µs to 3.3s doubling:
+// the hot path answers from memory in microseconds, a fetch wait takes up to
+// a second, and doubling keeps p99 estimates within a factor of 2.
+var latencyBounds = func() [17]time.Duration {
+	var b [17]time.Duration
+	for i, d := 0, 50*time.Microsecond; i < len(b); i, d = i+1, d*2 {
 		b[i] = d
 	}
 	return b
