@@ -101,7 +101,7 @@ func run(args []string) error {
 	}
 
 	alloc, err := segment.New(ctx, st, segment.Config{
-		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.tagRefresh, Observer: metrics,
+		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.tagRefresh, Observer: metrics, Logger: log,
 	})
 	if err != nil {
 		return fmt.Errorf("load tags: %w", err)

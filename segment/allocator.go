@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,8 @@ type Config struct {
 	WaitTimeout  time.Duration // how long a request waits for a fetch when nothing is buffered; 0 means 1s
 	FetchTimeout time.Duration // bound of one store call; 0 means 5s
 	Now          func() time.Time
-	Observer     Observer // optional: metrics hooks
+	Observer     Observer     // optional: metrics hooks
+	Logger       *slog.Logger // store faults, recoveries, give-back at Close; nil discards
 }
 
 // Observer receives events for metrics. Methods must be cheap and safe for
@@ -90,6 +92,9 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &Allocator{store: store, cfg: cfg, closing: make(chan struct{})}
 	a.tags.Store(&map[string]*buffer{})
@@ -318,7 +323,9 @@ func (a *Allocator) refreshLoop() {
 			return
 		case <-t.C:
 			// A failed reload keeps the list it has; the next tick tries again.
-			_ = a.reload(context.Background())
+			if err := a.reload(context.Background()); err != nil {
+				a.cfg.Logger.Warn("reload tag list", "err", err)
+			}
 		}
 	}
 }

@@ -212,6 +212,13 @@ func (b *buffer) fetchLoop() {
 
 		b.mu.Lock()
 		b.lastTry = ended
+		// Log transitions only: a store down for an hour is two lines.
+		switch log := b.a.cfg.Logger; {
+		case err == nil && b.failing:
+			log.Info("segment fetch recovered", "app_tag", b.tag)
+		case err != nil && !b.failing:
+			log.Warn("segment fetch failed; retrying in the background", "app_tag", b.tag, "err", err)
+		}
 		if err == nil {
 			b.next = newSpan(f.MaxID-f.Size+1, min(f.MaxID, maxUsable))
 			b.step, b.rowStep, b.lastFetch = f.Size, f.Step, ended

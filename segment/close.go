@@ -59,15 +59,23 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	default:
 		return nil
 	}
-	obs := b.a.cfg.Observer
+	obs, log := b.a.cfg.Observer, b.a.cfg.Logger
 	ok, err := b.a.store.GiveBack(ctx, b.tag, high, low-1)
 	if err != nil || !ok {
 		wasted += high - low + 1
-	} else if obs != nil {
-		obs.GaveBack(b.tag, high-low+1)
+	} else {
+		log.Info("gave back unused IDs", "app_tag", b.tag, "ids", high-low+1, "next_id", low)
+		if obs != nil {
+			obs.GaveBack(b.tag, high-low+1)
+		}
 	}
-	if obs != nil && wasted > 0 {
-		obs.Wasted(b.tag, wasted)
+	if wasted > 0 {
+		// Not given back: another instance fetched after us, or the store
+		// failed. A gap, never a duplicate.
+		log.Info("unused IDs not given back", "app_tag", b.tag, "ids", wasted, "err", err)
+		if obs != nil {
+			obs.Wasted(b.tag, wasted)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("give back %q: %w", b.tag, err)
