@@ -123,6 +123,14 @@ func run(args []string) error {
 		return err
 	}
 	if keeper != nil {
+		err := st.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
+		switch {
+		case errors.Is(err, workerlease.ErrLayoutMismatch):
+			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
+		case err != nil:
+			// A store from before worker_layouts existed: serve, but say so.
+			log.Warn("snowflake layout not checked against the cluster; apply schema.sql", "err", err)
+		}
 		// Not ctx: the lease must stay renewed while the server drains.
 		keeper.Start(context.Background())
 	}

@@ -61,12 +61,24 @@ func migrateMain(args []string) error {
 type leaseHistory interface {
 	LeaseTimestamps(ctx context.Context) ([]store.LeaseTimestamp, error)
 	RaiseLeaseTimestamp(ctx context.Context, lt store.LeaseTimestamp) error
+	Layouts(ctx context.Context) ([]store.ClusterLayout, error)
+	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 }
 
-// migrateLeases carries every worker ID's last_timestamp_ms over, so a new
-// holder on the target starts after the old holders' last snowflake
+// migrateLeases carries every cluster's snowflake layout (a target already
+// using another one is refused) and every worker ID's last_timestamp_ms over,
+// so a new holder on the target starts after the old holders' last
 // timestamp even if its clock is behind.
 func migrateLeases(ctx context.Context, from, to leaseHistory, report func(string)) error {
+	layouts, err := from.Layouts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range layouts {
+		if err := to.CheckLayout(ctx, l.Cluster, l.EpochMS, l.WorkerBits); err != nil {
+			return err
+		}
+	}
 	rows, err := from.LeaseTimestamps(ctx)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,10 @@ func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
 			if _, err := from.Renew(ctx, "c", l.WorkerID, l.Token, time.Minute, reserved); err != nil {
 				t.Fatal(err)
 			}
+			const epoch = int64(1_767_225_600_000)
+			if err := from.CheckLayout(ctx, "c", epoch, 10); err != nil {
+				t.Fatal(err)
+			}
 			to := target.Open(t)
 			for i := 0; i < 2; i++ { // twice: idempotent
 				if err := migrateLeases(ctx, from.(leaseHistory), to.(leaseHistory), func(string) {}); err != nil {
@@ -92,6 +97,10 @@ func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
 			}
 			if got.WorkerID != l.WorkerID || got.LastTimestampMS != reserved {
 				t.Fatalf("target lease got worker %d last_timestamp_ms %d, want worker %d and %d", got.WorkerID, got.LastTimestampMS, l.WorkerID, reserved)
+			}
+			// The cluster's layout came along: another one is refused there.
+			if err := to.CheckLayout(ctx, "c", epoch, 8); !errors.Is(err, workerlease.ErrLayoutMismatch) {
+				t.Fatalf("target CheckLayout with other worker bits = %v, want ErrLayoutMismatch", err)
 			}
 		})
 	}

@@ -34,3 +34,14 @@ CREATE TABLE IF NOT EXISTS worker_leases (
   last_timestamp_ms BIGINT       NOT NULL DEFAULT 0,
   PRIMARY KEY (cluster, worker_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The snowflake layout of each cluster whose instances generate IDs: all of
+-- them must agree, since two layouts (or two epochs) in one cluster can
+-- compose the same ID from different parts. The first instance records it;
+-- an instance with another layout refuses to start.
+CREATE TABLE IF NOT EXISTS worker_layouts (
+  cluster     VARCHAR(64) NOT NULL,
+  epoch_ms    BIGINT      NOT NULL,
+  worker_bits INT         NOT NULL,
+  PRIMARY KEY (cluster)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -42,6 +42,12 @@ CREATE TABLE IF NOT EXISTS worker_leases (
   last_timestamp_ms INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (cluster, worker_id)
 ) STRICT;
+
+CREATE TABLE IF NOT EXISTS worker_layouts (
+  cluster     TEXT    NOT NULL PRIMARY KEY,
+  epoch_ms    INTEGER NOT NULL,
+  worker_bits INTEGER NOT NULL
+) STRICT;
 `
 
 var sqliteDialect = dialect{

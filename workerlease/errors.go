@@ -22,6 +22,9 @@ var (
 	ErrTokenMismatch   = errors.New("worker ID is held by another token")
 	ErrLeaseExpired    = errors.New("lease expired")
 	ErrNotAssigned     = errors.New("worker ID is not assigned")
+	// ErrLayoutMismatch: the cluster's recorded snowflake layout (epoch,
+	// worker bits) differs from this instance's.
+	ErrLayoutMismatch = errors.New("snowflake layout differs from the cluster's")
 
 	ErrInvalidCluster   = errors.New("invalid cluster: want 1 to 64 characters of A-Z a-z 0-9 _ . : -")
 	ErrInvalidTimestamp = errors.New("invalid last_timestamp_ms: want 0 or more")

@@ -40,6 +40,9 @@ import (
 type Store interface {
 	segment.Store
 	workerlease.Store
+	// CheckLayout records a cluster's snowflake layout on first use and
+	// refuses another (workerlease.ErrLayoutMismatch).
+	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 	Close() error
 }
 

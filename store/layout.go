@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// CheckLayout records the snowflake layout of cluster on first use and
+// refuses a different one afterwards, with workerlease.ErrLayoutMismatch:
+// instances of one cluster with different worker bits or epochs can compose
+// the same ID from different parts, and a later epoch repeats earlier IDs.
+func (d *db) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
+	var have struct {
+		EpochMS    int64 `db:"epoch_ms"`
+		WorkerBits int   `db:"worker_bits"`
+	}
+	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
+		// The first instance's insert wins; a duplicate means one exists.
+		_, err := tx.ExecContext(ctx, `INSERT INTO worker_layouts (cluster, epoch_ms, worker_bits) VALUES (?, ?, ?)`,
+			cluster, epochMS, workerBits)
+		if err != nil && !d.dialect.isDuplicate(err) {
+			return err
+		}
+		return sqlx.GetContext(ctx, tx, &have, `SELECT epoch_ms, worker_bits FROM worker_layouts WHERE cluster = ?`, cluster)
+	})
+	if err != nil {
+		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
+	}
+	if have.EpochMS != epochMS || have.WorkerBits != workerBits {
+		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this instance %d ms and %d: %w",
+			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, workerlease.ErrLayoutMismatch)
+	}
+	return nil
+}
+
+// ClusterLayout is one cluster's recorded snowflake layout.
+type ClusterLayout struct {
+	Cluster    string `db:"cluster"`
+	EpochMS    int64  `db:"epoch_ms"`
+	WorkerBits int    `db:"worker_bits"`
+}
+
+// Layouts lists every recorded cluster layout, for moving to another store
+// (idalloc migrate).
+func (d *db) Layouts(ctx context.Context) ([]ClusterLayout, error) {
+	var out []ClusterLayout
+	if err := sqlx.SelectContext(ctx, d.x, &out, `SELECT cluster, epoch_ms, worker_bits FROM worker_layouts ORDER BY cluster`); err != nil {
+		return nil, fmt.Errorf("list cluster layouts: %w", err)
+	}
+	return out, nil
+}
