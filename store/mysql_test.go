@@ -85,6 +85,7 @@ func TestSplitStatements(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS segments (",
 		"INSERT IGNORE INTO segments",
 		"CREATE TABLE IF NOT EXISTS worker_leases (",
+		"CREATE TABLE IF NOT EXISTS worker_layouts (",
 	}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("schema.sql splits into %d statements, want %d: %q", len(got), len(wantPrefixes), got)
