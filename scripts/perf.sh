@@ -99,10 +99,12 @@ runid=$(date +%s)
 if [[ -n ${IDALLOC_PERF_DSN:-} ]]; then
 	driver=mysql
 	store_desc="MySQL (IDALLOC_PERF_DSN)"
+	fetch_note="The fetch is a round trip to MySQL, whose server shares this machine's cores."
 	extra=(-init-schema)
 else
 	driver=sqlite
 	store_desc="embedded SQLite (a temporary file; WAL, synchronous=FULL)"
+	fetch_note="With SQLite the fetch also runs in the server process, on the server's one core: compare the server CPU/req of the two rows."
 	extra=()
 fi
 
@@ -337,8 +339,7 @@ Segment fetches: the step-$(int "$SMALL") tag made $(int "$f100") over its $ROUN
 transaction; $(int "$(awk -v a="$f100" -v b="$fast100" 'BEGIN {print a - b}')") took over 4.5 ms), the step-1,000,000 tag $(int "$f1m").
 At $(int "$(med step100 1)") req/s a $(int "$SMALL")-ID segment lasts $(awk -v r="$(med step100 1)" -v s="$SMALL" 'BEGIN { if (r > 0) printf "%.1f ms", 1000 * s / r; else print "–" }'); the next one is fetched in the background once
 10% of the current one is used, so only a fetch slower than the remaining 90% makes requests wait.
-p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)"). With SQLite the fetch also runs
-in the server process, on the server's one core: compare the server CPU/req of the two rows.
+p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)"). $fetch_note
 
 In-process, \`go test -run XXX -bench 'Next|AtomicAdd' ./segment/ ./snowflake/\` (GOMAXPROCS $ncpu, not pinned):
 
