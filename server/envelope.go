@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -95,6 +96,7 @@ func appendIDs(b []byte, ids []int64, strs bool) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `,"ids":[`...)
+	from := len(b)
 	for i, id := range ids {
 		if i > 0 {
 			b = append(b, ',')
@@ -103,16 +105,21 @@ func appendIDs(b []byte, ids []int64, strs bool) []byte {
 	}
 	b = append(b, ']')
 	if strs {
-		b = append(b, `,"ids_str":[`...)
-		for i, id := range ids {
-			if i > 0 {
-				b = append(b, ',')
+		// The same digits again, quoted: copying them costs a fraction of
+		// formatting each ID a second time.
+		digits := b[from : len(b)-1]
+		b = append(b, `,"ids_str":["`...)
+		for len(digits) > 0 {
+			n := bytes.IndexByte(digits, ',')
+			if n < 0 {
+				b = append(b, digits...)
+				break
 			}
-			b = append(b, '"')
-			b = strconv.AppendInt(b, id, 10)
-			b = append(b, '"')
+			b = append(b, digits[:n]...)
+			b = append(b, `","`...)
+			digits = digits[n+1:]
 		}
-		b = append(b, ']')
+		b = append(b, `"]`...)
 	}
 	return b
 }

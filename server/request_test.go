@@ -55,3 +55,20 @@ func FuzzQueryParam(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendIDs(t *testing.T) {
+	cases := []struct {
+		ids  []int64
+		strs bool
+		want string
+	}{
+		{[]int64{7}, false, `,"id":7,"ids":[7]`},
+		{[]int64{7}, true, `,"id":7,"id_str":"7","ids":[7],"ids_str":["7"]`},
+		{[]int64{1, 22, 333}, true, `,"id":1,"id_str":"1","ids":[1,22,333],"ids_str":["1","22","333"]`},
+	}
+	for _, c := range cases {
+		if got := string(appendIDs(nil, c.ids, c.strs)); got != c.want {
+			t.Errorf("appendIDs(%v, %v) = %s, want %s", c.ids, c.strs, got, c.want)
+		}
+	}
+}

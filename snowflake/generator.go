@@ -60,7 +60,7 @@ func New(s Settings) (*Generator, error) {
 // Fence refuses, and ErrTimeExhausted once the time bits have run out.
 func (g *Generator) Next() (int64, error) {
 	g.mu.Lock()
-	id, err := g.nextLocked()
+	id, _, err := g.nextLocked()
 	g.mu.Unlock()
 	return id, err
 }
@@ -72,21 +72,35 @@ func (g *Generator) Next() (int64, error) {
 func (g *Generator) NextN(dst []int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i := range dst {
-		id, err := g.nextLocked()
+	for i := 0; i < len(dst); {
+		id, now, err := g.nextLocked()
 		if err != nil {
 			clear(dst)
 			return err
 		}
 		dst[i] = id
+		i++
+		// The rest of this millisecond's sequence needs no new clock
+		// reading, which would cost more than the ID: those IDs carry the
+		// millisecond just read and are issued microseconds after it. The
+		// fence is still asked for each, with that reading.
+		for ; i < len(dst) && g.seq < g.seqMax; i++ {
+			if g.fence != nil && !g.fence(now, g.lastMS) {
+				clear(dst)
+				return ErrFenced
+			}
+			g.seq++
+			dst[i] = g.compose(g.lastMS, g.seq)
+		}
 	}
 	return nil
 }
 
-// nextLocked issues one ID; g.mu must be held.
-func (g *Generator) nextLocked() (int64, error) {
+// nextLocked issues one ID and returns the clock reading it was issued at;
+// g.mu must be held.
+func (g *Generator) nextLocked() (int64, time.Time, error) {
 	if g.stopErr != nil {
-		return 0, g.stopErr
+		return 0, time.Time{}, g.stopErr
 	}
 	for {
 		now := g.now()
@@ -94,30 +108,30 @@ func (g *Generator) nextLocked() (int64, error) {
 		switch {
 		case ms > g.lastMS:
 			if ms > g.maxMS {
-				return 0, ErrTimeExhausted
+				return 0, now, ErrTimeExhausted
 			}
 			seq := g.startSequence()
 			if g.fence != nil && !g.fence(now, ms) {
-				return 0, ErrFenced
+				return 0, now, ErrFenced
 			}
 			g.lastMS, g.seq, g.issued = ms, seq, true
-			return g.compose(ms, seq), nil
+			return g.compose(ms, seq), now, nil
 		case ms == g.lastMS && g.seq < g.seqMax:
 			if g.fence != nil && !g.fence(now, ms) {
-				return 0, ErrFenced
+				return 0, now, ErrFenced
 			}
 			g.seq++
-			return g.compose(ms, g.seq), nil
+			return g.compose(ms, g.seq), now, nil
 		case ms == g.lastMS:
 			// Sequence used up: the next millisecond is the earliest that
 			// can carry more, and waiting longer would waste its IDs.
 			if g.lastMS >= g.maxMS {
-				return 0, ErrTimeExhausted
+				return 0, now, ErrTimeExhausted
 			}
 			g.waitUntil(now, time.UnixMilli(g.lastMS+1))
 		default:
 			if err := g.clockBehind(now); err != nil {
-				return 0, err
+				return 0, now, err
 			}
 		}
 	}
