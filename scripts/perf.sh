@@ -193,8 +193,10 @@ create_tag() { # addr tag step
 }
 tag1m=perf_s1m_$runid
 tag100=perf_s${SMALL}_$runid
+tag100a=perf_s${SMALL}a_$runid
 create_tag "$main_addr" "$tag1m" 1000000
 create_tag "$s100_addr" "$tag100" "$SMALL"
+create_tag "$main_addr" "$tag100a" "$SMALL"
 
 # ---------------------------------------------------------------- load runs
 clk=$(getconf CLK_TCK)
@@ -233,7 +235,7 @@ measure() {
 		"$(jnum "$js" req_per_s)" "$(jnum "$js" ids_per_s)" "$(jnum "$js" p99_us)" "$(jnum "$js" p999_us)")"
 }
 
-kinds=(bare alloc batch step1m step100 flake flakebatch)
+kinds=(bare alloc batch step1m step100 step100a flake flakebatch)
 say "$ROUNDS rounds of ${kinds[*]}: $DUR each after $WARM warm-up, $CONNS connections"
 for round in $(seq "$ROUNDS"); do
 	# The pairs compared with each other swap order every round, so a
@@ -253,6 +255,8 @@ for round in $(seq "$ROUNDS"); do
 		measure step100 "$s100_pid" "$s100_addr" "$round" -mode segment -tag "$tag100"
 		measure step1m "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag1m"
 	fi
+	# The same row step on the default config, where the adaptive step grows.
+	measure step100a "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag100a"
 	measure flake "$main_pid" "$main_addr" "$round" -mode snowflake
 	measure flakebatch "$main_pid" "$main_addr" "$round" -mode snowflake -count 1000
 done
@@ -330,6 +334,7 @@ $(row alloc "idalloc \`/alloc?app_tag=test_business\`")
 $(row batch "idalloc \`/alloc?app_tag=test_business&count=1000\`")
 $(row step1m "idalloc \`/alloc\`, tag with step 1,000,000")
 $(row step100 "idalloc \`/alloc\`, tag with step $(int "$SMALL") (segment.max_step $(int "$SMALL"))")
+$(row step100a "idalloc \`/alloc\`, tag with step $(int "$SMALL"), adaptive step (default segment.max_step)")
 $(row flake "idalloc \`/snowflake\`")
 $(row flakebatch "idalloc \`/snowflake?count=1000\`")
 
@@ -339,7 +344,8 @@ Segment fetches: the step-$(int "$SMALL") tag made $(int "$f100") over its $ROUN
 transaction; $(int "$(awk -v a="$f100" -v b="$fast100" 'BEGIN {print a - b}')") took over 4.5 ms), the step-1,000,000 tag $(int "$f1m").
 At $(int "$(med step100 1)") req/s a $(int "$SMALL")-ID segment lasts $(awk -v r="$(med step100 1)" -v s="$SMALL" 'BEGIN { if (r > 0) printf "%.1f ms", 1000 * s / r; else print "–" }'); the next one is fetched in the background once
 10% of the current one is used, so only a fetch slower than the remaining 90% makes requests wait.
-p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)"). $fetch_note
+p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)") with the step pinned,
+$(ratio "$(med step100a 5)" "$(med step1m 5)") with the adaptive step. $fetch_note
 
 In-process, \`go test -run XXX -bench 'Next|AtomicAdd' ./segment/ ./snowflake/\` (GOMAXPROCS $ncpu, not pinned):
 
