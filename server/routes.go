@@ -48,7 +48,30 @@ func (s *Server) routes() http.Handler {
 		}
 		return s.fail(w, r, errMethodNotAllowed)
 	}))
-	return mux
+	return hotPaths(mux, s.wrap("/alloc", s.handleAlloc), s.wrap("/snowflake", s.handleSnowflake))
+}
+
+// hotPaths answers GET /alloc and GET /snowflake before the router: they
+// need no path parameters, and skipping chi's route context saves two
+// allocations and a tree walk on every ID request. Everything else,
+// including other methods on those paths, goes to the router, which also
+// has both routes, so behaviour is the same either way.
+func hotPaths(router http.Handler, alloc, snowflake http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		// chi routes on RawPath when the path was percent-encoded; leave
+		// those to it so that every request is routed as chi would.
+		if r.Method == http.MethodGet && r.URL.RawPath == "" {
+			switch r.URL.Path {
+			case "/alloc":
+				alloc(w, r)
+				return
+			case "/snowflake":
+				snowflake(w, r)
+				return
+			}
+		}
+		router.ServeHTTP(w, r)
+	}
 }
 
 // allowed lists the methods mux serves on path, for a 405's Allow header.
