@@ -2,17 +2,15 @@ package server
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -24,66 +22,7 @@ var (
 	_ OwnLease   = (*workerlease.Keeper)(nil)
 )
 
-// memSegments is a segment.Store in memory, for running the real allocator.
-type memSegments struct {
-	mu   sync.Mutex
-	rows map[string]segment.Tag
-}
-
-func (m *memSegments) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.rows[tag]
-	if !ok {
-		return segment.Fetched{}, segment.ErrUnknownTag
-	}
-	if step <= 0 {
-		step = r.Step
-	}
-	if r.MaxID > math.MaxInt64-step {
-		return segment.Fetched{}, segment.ErrExhausted
-	}
-	r.MaxID += step
-	m.rows[tag] = r
-	return segment.Fetched{MaxID: r.MaxID, Size: step, Step: r.Step}, nil
-}
-
-func (m *memSegments) GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.rows[tag]
-	if !ok || r.MaxID != oldMax {
-		return false, nil
-	}
-	r.MaxID = newMax
-	m.rows[tag] = r
-	return true, nil
-}
-
-func (m *memSegments) Tags(ctx context.Context) ([]segment.Tag, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []segment.Tag
-	for _, r := range m.rows {
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-func (m *memSegments) CreateTag(ctx context.Context, t segment.Tag) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.rows[t.AppTag]; ok {
-		return segment.ErrTagExists
-	}
-	t.MaxID, t.UpdateTime = t.Start-1, time.Now()
-	m.rows[t.AppTag] = t
-	return nil
-}
-
-func (m *memSegments) Ping(ctx context.Context) error { return nil }
-
-// realRig wires the server as main does, on in-memory stores.
+// realRig wires the server as main does, on a real (SQLite) store.
 type realRig struct {
 	*rig
 	own *workerlease.Keeper
@@ -97,16 +36,14 @@ func newRealRig(t *testing.T) *realRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &memSegments{rows: map[string]segment.Tag{
-		"test_business": {AppTag: "test_business", Step: 100000},
-	}}
+	store := storetest.SQLite().Open(t) // test_business seeded, step 100000
 	alloc, err := segment.New(ctx, store, segment.Config{Observer: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
 
-	svc, err := workerlease.NewService(workerlease.NewMemoryStore(nil), workerlease.Config{Holder: "test"})
+	svc, err := workerlease.NewService(store, workerlease.Config{Holder: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
