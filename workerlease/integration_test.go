@@ -93,6 +93,29 @@ func TestHandOverOnRealStores(t *testing.T) {
 			if next.LastTimestampMS <= last.TimestampMS {
 				t.Errorf("next holder's floor %d, want above the last ID's timestamp %d", next.LastTimestampMS, last.TimestampMS)
 			}
+
+			// The next holder's clock is 10 minutes behind: with the floor
+			// from the store it issues nothing until its clock passes the
+			// floor, and then only IDs above every ID the first holder issued.
+			clock := time.Now().Add(-10 * time.Minute)
+			gen, err := snowflake.New(snowflake.Settings{
+				WorkerBits: 2, WorkerID: next.WorkerID, StartAfterMS: next.LastTimestampMS,
+				Now: func() time.Time { return clock }, Sleep: func(d time.Duration) { clock = clock.Add(d) },
+			})
+			if err != nil {
+				t.Fatalf("snowflake.New: %v", err)
+			}
+			if _, err := gen.Next(); !errors.Is(err, snowflake.ErrClockDriftTryLater) {
+				t.Fatalf("Next 10 minutes behind the floor: error = %v, want %v", err, snowflake.ErrClockDriftTryLater)
+			}
+			clock = time.UnixMilli(next.LastTimestampMS + 1)
+			later := make([]int64, 5000)
+			if err := gen.NextN(later); err != nil {
+				t.Fatalf("NextN past the floor: %v", err)
+			}
+			if later[0] <= ids[len(ids)-1] {
+				t.Errorf("next holder's first ID %d, want above the first holder's last %d", later[0], ids[len(ids)-1])
+			}
 		})
 	}
 }
