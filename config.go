@@ -61,7 +61,7 @@ func defaultConfig() Config {
 		DSN:           "idalloc.db",
 		MaxBatch:      1000,
 		ShutdownDrain: "5s",
-		Segment:       SegmentConfig{MaxStep: 1_000_000, TagRefresh: "10s"},
+		Segment:       SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
 		Snowflake: SnowflakeConfig{
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",

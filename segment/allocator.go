@@ -18,6 +18,9 @@ import (
 	"time"
 )
 
+// DefaultMaxStep is the adaptive step's cap when Config.MaxStep is 0.
+const DefaultMaxStep = 1_000_000
+
 // Config tunes an Allocator. Zero values mean the documented defaults.
 type Config struct {
 	MaxStep      int64         // cap of the adaptive step; 0 means 1,000,000
@@ -79,7 +82,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 		return nil, fmt.Errorf("%w: negative MaxStep, TagRefresh, WaitTimeout or FetchTimeout", ErrInvalidConfig)
 	}
 	if cfg.MaxStep == 0 {
-		cfg.MaxStep = 1_000_000
+		cfg.MaxStep = DefaultMaxStep
 	}
 	if cfg.TagRefresh == 0 {
 		cfg.TagRefresh = 10 * time.Second

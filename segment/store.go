@@ -39,6 +39,10 @@ type Fetched struct {
 	Step  int64 // the row's configured step (the adaptive step's floor)
 }
 
+// MaxDescription is the width of segments.description: the store and the
+// HTTP layer both refuse longer descriptions.
+const MaxDescription = 256
+
 // Tag is one row of the segments table.
 type Tag struct {
 	AppTag      string

@@ -18,9 +18,6 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
-// maxDescription matches the segments.description column.
-const maxDescription = 256
-
 // handleAlloc serves GET /alloc?app_tag=T[&count=N], the hot path: no
 // url.Values, no encoding/json, one pooled buffer, one Write.
 func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
@@ -155,8 +152,8 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 	switch {
 	case err != nil:
 		return segment.Tag{}, err
-	case utf8.RuneCountInString(desc) > maxDescription:
-		return segment.Tag{}, badParam("description", fmt.Sprintf("longer than %d characters", maxDescription))
+	case utf8.RuneCountInString(desc) > segment.MaxDescription:
+		return segment.Tag{}, badParam("description", fmt.Sprintf("longer than %d characters", segment.MaxDescription))
 	}
 	return segment.Tag{AppTag: tag, Step: step, Start: start, Description: desc}, nil
 }

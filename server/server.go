@@ -37,9 +37,6 @@ import (
 const (
 	DefaultMaxBatch       = 1000
 	DefaultHealthInterval = 2 * time.Second
-	// DefaultSegmentMaxStep mirrors segment.Config's default cap, so a tag
-	// created here can always be served there.
-	DefaultSegmentMaxStep = 1_000_000
 )
 
 // http.Server limits. WriteTimeout is well above the segment allocator's
@@ -96,7 +93,7 @@ type Config struct {
 	AdminToken string
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means 1000.
 	MaxBatch int
-	// SegmentMaxStep is the largest step POST /tags accepts; 0 means 1,000,000.
+	// SegmentMaxStep is the largest step POST /tags accepts; 0 means segment.DefaultMaxStep.
 	// Set it to segment.Config.MaxStep.
 	SegmentMaxStep int64
 	// HealthInterval is how often the store is pinged for /health; 0 means 2s.
@@ -175,7 +172,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:            cfg.Logger,
 		adminToken:     cfg.AdminToken,
 		maxBatch:       orDefault(cfg.MaxBatch, DefaultMaxBatch),
-		segmentMaxStep: orDefault(cfg.SegmentMaxStep, DefaultSegmentMaxStep),
+		segmentMaxStep: orDefault(cfg.SegmentMaxStep, segment.DefaultMaxStep),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
 		clockBase:      time.Now(),
 	}

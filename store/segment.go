@@ -11,10 +11,6 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// maxDescription is the width of segments.description in schema.sql; SQLite
-// would store longer text, so both drivers refuse it alike.
-const maxDescription = 256
-
 // Fetch reserves the next range of tag in one transaction: it locks the row
 // and reads its step, adds delta to max_id unless that would pass
 // math.MaxInt64, reads max_id back, and commits. The range is returned only
@@ -114,8 +110,8 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, segment.ErrInvalidTag)
 	case t.Step < 1 || start < 1:
 		return fmt.Errorf("create tag %q: step %d, start %d: %w", t.AppTag, t.Step, t.Start, segment.ErrInvalidStep)
-	case utf8.RuneCountInString(t.Description) > maxDescription:
-		return fmt.Errorf("create tag %q: description longer than %d characters", t.AppTag, maxDescription)
+	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
+		return fmt.Errorf("create tag %q: description longer than %d characters", t.AppTag, segment.MaxDescription)
 	}
 	_, err := d.x.ExecContext(ctx, d.q(`INSERT INTO segments (app_tag, max_id, step, description, update_time)
 		VALUES (?, ?, ?, ?, {now})`), t.AppTag, start-1, t.Step, t.Description)
