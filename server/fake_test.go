@@ -234,7 +234,6 @@ func (f *fakeLeases) Release(ctx context.Context, cluster string, workerID int64
 
 func (f *fakeLeases) TTL() time.Duration { return 30 * time.Second }
 func (f *fakeLeases) MaxWorkerID() int64 { return 1023 }
-func (f *fakeLeases) Cluster() string    { return "default" }
 
 // fakeOwn is this instance's own lease, or none.
 type fakeOwn struct {

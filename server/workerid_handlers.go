@@ -11,14 +11,13 @@ import (
 )
 
 // Leases is what the server needs of workerlease.Service. Errors are the
-// workerlease sentinels; cluster "" means Cluster().
+// workerlease sentinels; cluster "" means the service's default cluster.
 type Leases interface {
 	Acquire(ctx context.Context, cluster, holder string) (workerlease.Lease, error)
 	Renew(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) (workerlease.Lease, error)
 	Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
 	TTL() time.Duration
 	MaxWorkerID() int64
-	Cluster() string
 }
 
 // OwnLease is what the server needs of workerlease.Keeper: this instance's
