@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
 // Config is config.json. Durations are Go duration strings; they are kept as
@@ -139,7 +140,7 @@ func (c Config) validate() (settings, error) {
 	if c.Snowflake.WorkerBits < 1 || c.Snowflake.WorkerBits > 21 {
 		return s, fmt.Errorf(`key "snowflake.worker_bits": %d is outside 1..21`, c.Snowflake.WorkerBits)
 	}
-	if !segment.ValidTag(c.Snowflake.Cluster) {
+	if !workerlease.ValidCluster(c.Snowflake.Cluster) {
 		return s, fmt.Errorf(`key "snowflake.cluster": %q must match ^[A-Za-z0-9_.:-]{1,64}$`, c.Snowflake.Cluster)
 	}
 	epoch, err := time.Parse(time.RFC3339, c.Snowflake.Epoch)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -188,8 +187,7 @@ func clusterField(o object) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
-	// workerlease holds cluster names to the app_tag rule.
-	case ok && !segment.ValidTag(c):
+	case ok && !workerlease.ValidCluster(c):
 		return "", errInvalidCluster
 	}
 	return c, nil

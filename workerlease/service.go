@@ -69,7 +69,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.Cluster == "" {
 		cfg.Cluster = DefaultCluster
 	}
-	if !validCluster(cfg.Cluster) {
+	if !ValidCluster(cfg.Cluster) {
 		return nil, fmt.Errorf("%w: Cluster %q: %w", ErrInvalidConfig, cfg.Cluster, ErrInvalidCluster)
 	}
 	switch {
@@ -189,7 +189,7 @@ func (s *Service) resolveCluster(cluster string) (string, error) {
 	if cluster == "" {
 		return s.cluster, nil
 	}
-	if !validCluster(cluster) {
+	if !ValidCluster(cluster) {
 		return "", ErrInvalidCluster
 	}
 	return cluster, nil
@@ -219,9 +219,10 @@ func ValidToken(tok string) bool {
 	return true
 }
 
-// validCluster applies the app_tag rule, ^[A-Za-z0-9_.:-]{1,64}$, so a
-// cluster name is as safe in SQL, logs and labels as a tag.
-func validCluster(c string) bool {
+// ValidCluster reports whether c is a valid cluster name. It is the app_tag
+// rule, ^[A-Za-z0-9_.:-]{1,64}$, so a cluster name is as safe in SQL, logs
+// and labels as a tag.
+func ValidCluster(c string) bool {
 	if len(c) < 1 || len(c) > 64 {
 		return false
 	}
