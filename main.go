@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -29,6 +30,13 @@ import (
 // closeTimeout bounds each hand-back after the drain: releasing the lease,
 // and giving back unused segment IDs.
 const closeTimeout = 10 * time.Second
+
+// gcPercent replaces Go's default GOGC of 100 unless GOGC is set. idalloc's
+// live heap is under a few MB, so at 100 the collector runs every ~4 MB
+// allocated: over 60 times a second at 80k req/s on one core, about 4% of
+// the CPU and a pause in every request in flight. At 400 it runs a quarter as
+// often for ~12 MB more memory.
+const gcPercent = 400
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "migrate" {
@@ -76,6 +84,9 @@ func run(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
