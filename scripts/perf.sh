@@ -15,7 +15,9 @@
 # segment and snowflake. Everything runs on loopback and stops by itself.
 #
 # Environment (all optional):
-#   PERF_ROUNDS=4  PERF_DURATION=6s  PERF_WARMUP=1s  PERF_CONNS=64
+#   PERF_ROUNDS=6  PERF_DURATION=6s  PERF_WARMUP=1s  PERF_CONNS=64
+#   PERF_RATE=N          the open-loop rows' request rate (idload -rate); by
+#                        default half of what bare chi answered in round 1
 #   PERF_CLIENT=raw      idload's client: raw (its own HTTP/1.1 client, less
 #                        CPU per request) or http (net/http's Transport)
 #   PERF_BENCHTIME=1s    go test -benchtime for the in-process benchmarks
@@ -27,7 +29,7 @@
 #   PERF_KEEP=1          keep the temporary directory (logs, JSON reports)
 set -euo pipefail
 
-ROUNDS=${PERF_ROUNDS:-4}
+ROUNDS=${PERF_ROUNDS:-6}
 DUR=${PERF_DURATION:-6s}
 WARM=${PERF_WARMUP:-1s}
 CONNS=${PERF_CONNS:-64}
@@ -207,7 +209,7 @@ jnum() { sed -n "s/^ *\"$2\": \\([-0-9.e+]*\\),\\{0,1\\}\$/\\1/p" "$1" | head -1
 
 failed=0
 # measure NAME PID ADDR ROUND idload-args...: one run, one line appended to NAME.tsv:
-# req/s IDs/s p50 p99 p999 errors server-CPU-µs/req idload-CPU-util ids-checked dups order malformed
+# req/s IDs/s p50 p99 p999 errors server-CPU-µs/req idload-CPU-util ids-checked dups order malformed late-sends
 measure() {
 	local name=$1 pid=$2 addr=$3 round=$4
 	shift 4
@@ -228,14 +230,16 @@ measure() {
 		-v p50="$(jnum "$js" p50_us)" -v p99="$(jnum "$js" p99_us)" -v p999="$(jnum "$js" p999_us)" \
 		-v errs="$(jnum "$js" errors)" -v util="$(jnum "$js" client_cpu_util)" \
 		-v chk="$(jnum "$js" ids_checked)" -v dups="$(jnum "$js" duplicates)" \
-		-v ord="$(jnum "$js" order_violations)" -v mal="$(jnum "$js" malformed)" \
+		-v ord="$(jnum "$js" order_violations)" -v mal="$(jnum "$js" malformed)" -v late="$(jnum "$js" late_sends)" \
 		'BEGIN { us = total > 0 ? (c1 - c0) / clk * 1e6 / total : 0
-		         print rps, ips, p50, p99, p999, errs, us, util, chk, dups, ord, mal }' >>"$tmp/$name.tsv"
+		         print rps, ips, p50, p99, p999, errs, us, util, chk, dups, ord, mal, late + 0 }' >>"$tmp/$name.tsv"
 	say "$(printf '%-9s round %s: %8.0f req/s %10.0f IDs/s  p99 %6.0fµs  p99.9 %6.0fµs' "$name" "$round" \
 		"$(jnum "$js" req_per_s)" "$(jnum "$js" ids_per_s)" "$(jnum "$js" p99_us)" "$(jnum "$js" p999_us)")"
 }
 
-kinds=(bare alloc batch step1m step100 step100a flake flakebatch)
+kinds=(bare alloc bareopen allocopen batch step1m step100 step100a flake flakebatch)
+rate=${PERF_RATE:-}
+rate_desc="PERF_RATE"
 say "$ROUNDS rounds of ${kinds[*]}: $DUR each after $WARM warm-up, $CONNS connections"
 for round in $(seq "$ROUNDS"); do
 	# The pairs compared with each other swap order every round, so a
@@ -246,6 +250,19 @@ for round in $(seq "$ROUNDS"); do
 	else
 		measure alloc "$main_pid" "$main_addr" "$round" -mode segment -tag test_business
 		measure bare "$bare_pid" "$bare_addr" "$round" -mode bare -tag test_business
+	fi
+	if [[ -z $rate ]]; then # half of bare chi's saturated rate, in thousands
+		rate=$(awk -v r="$(head -1 "$tmp/bare.tsv" | awk '{print $1}')" 'BEGIN {printf "%d", int(r / 2000) * 1000}')
+		((rate > 0)) || rate=1000
+		rate_desc="half of what bare chi answered in round 1"
+		say "open-loop rows at $rate req/s"
+	fi
+	if [ $((round % 2)) -eq 1 ]; then
+		measure bareopen "$bare_pid" "$bare_addr" "$round" -mode bare -tag test_business -rate "$rate"
+		measure allocopen "$main_pid" "$main_addr" "$round" -mode segment -tag test_business -rate "$rate"
+	else
+		measure allocopen "$main_pid" "$main_addr" "$round" -mode segment -tag test_business -rate "$rate"
+		measure bareopen "$bare_pid" "$bare_addr" "$round" -mode bare -tag test_business -rate "$rate"
 	fi
 	measure batch "$main_pid" "$main_addr" "$round" -mode segment -tag test_business -count 1000
 	if [ $((round % 2)) -eq 1 ]; then
@@ -325,12 +342,20 @@ over 127.0.0.1; $pinning. Every figure is the median of $ROUNDS interleaved roun
 from an HDR histogram. "Server CPU/req" is the server process's CPU time (/proc, user+system, warm-up
 included) divided by the requests it answered: unlike req/s it does not depend on which side is the
 bottleneck. "idload CPU" near 100% means the load tool, not the server, limited the run.
+Closed loop (every row but two): each connection sends its next request as soon as it has read an
+answer, so the server is saturated and latency is mostly queueing (median ≈ $CONNS ÷ req/s).
+Open loop (\`idload -rate\`): the $CONNS connections share a fixed request rate ($rate_desc),
+so latency is that of a request to a server with headroom; idload sent $(int "$(($(sum bareopen 13) + $(sum allocopen 13)))") of
+those requests a whole interval behind their schedule (its own timer slack, or a server that fell behind).
 
 | GET, $CONNS connections | req/s | IDs/s | p50 | p99 | p99.9 | server CPU/req | idload CPU | errors (all rounds) |
 |---|--:|--:|--:|--:|--:|--:|--:|--:|
 $(row bare "bare chi handler (\`cmd/barechi\`: url.Values, Header().Set, fmt)")
 $(row alloc "idalloc \`/alloc?app_tag=test_business\`")
 | **/alloc ÷ bare** (req/s: higher is better; the rest: lower is better) | **$(ratio "$(med alloc 1)" "$(med bare 1)")** | | $(ratio "$(med alloc 3)" "$(med bare 3)") | **$(ratio "$(med alloc 4)" "$(med bare 4)")** | $(ratio "$(med alloc 5)" "$(med bare 5)") | $(ratio "$(med alloc 7)" "$(med bare 7)") | | |
+$(row bareopen "bare chi handler, open loop at $(int "$rate") req/s")
+$(row allocopen "idalloc \`/alloc?app_tag=test_business\`, open loop at $(int "$rate") req/s")
+| **/alloc ÷ bare, open loop** | | | $(ratio "$(med allocopen 3)" "$(med bareopen 3)") | **$(ratio "$(med allocopen 4)" "$(med bareopen 4)")** | $(ratio "$(med allocopen 5)" "$(med bareopen 5)") | $(ratio "$(med allocopen 7)" "$(med bareopen 7)") | | |
 $(row batch "idalloc \`/alloc?app_tag=test_business&count=1000\`")
 $(row step1m "idalloc \`/alloc\`, tag with step 1,000,000")
 $(row step100 "idalloc \`/alloc\`, tag with step $(int "$SMALL") (segment.max_step $(int "$SMALL"))")

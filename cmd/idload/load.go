@@ -36,6 +36,7 @@ type config struct {
 	Duration    time.Duration // measured phase; always bounds the run
 	Warmup      time.Duration // before it, not in the figures (IDs still checked)
 	Requests    int64         // stop after this many measured requests; 0: duration only
+	Rate        float64       // requests/s over all clients (open loop); 0: closed loop
 	Timeout     time.Duration // per request, to the response headers
 	Client      string        // "http" (net/http Transport) or "raw"
 	AllowRemote bool
@@ -56,6 +57,7 @@ const (
 const (
 	maxDuration = time.Hour
 	maxClients  = 10_000
+	maxRate     = 100_000_000
 )
 
 func (c *config) validate() error {
@@ -103,6 +105,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-warmup %s: want 0 to %s", c.Warmup, maxDuration)
 	case c.Requests < 0:
 		return errors.New("-n: must not be negative")
+	case c.Rate < 0 || c.Rate > maxRate:
+		return fmt.Errorf("-rate %g: want 0 (closed loop) to %g requests/s", c.Rate, float64(maxRate))
 	case c.Timeout <= 0:
 		return errors.New("-timeout: must be above 0")
 	case c.MaxIDs < 0:
@@ -173,6 +177,7 @@ type client struct {
 	transport         int64 // measured phase
 	malformed         int64 // any phase
 	order             int64 // any phase
+	late              int64 // measured phase, open loop: sent a whole interval behind schedule
 	examples          []string
 	kept              int64
 	dropped           bool // an answer's IDs were not kept (-max-ids)
@@ -189,6 +194,8 @@ func (c *client) note(format string, args ...any) {
 type shared struct {
 	stop      atomic.Bool
 	claimed   atomic.Int64
+	done      <-chan struct{} // closed when the run stops
+	start     time.Time
 	measureAt time.Time
 	deadline  time.Time
 }
@@ -196,6 +203,19 @@ type shared struct {
 // over reports whether the run has ended: a request failing then was cut
 // by the end, and is no error.
 func (sh *shared) over() bool { return sh.stop.Load() || !time.Now().Before(sh.deadline) }
+
+// sleep waits d on the client's timer t, or less when the run stops first;
+// it reports whether the run goes on.
+func (sh *shared) sleep(t *time.Timer, d time.Duration) bool {
+	t.Reset(d)
+	select {
+	case <-t.C:
+		return true
+	case <-sh.done:
+		t.Stop()
+		return false
+	}
+}
 
 // run performs one load run and returns its report. ctx cancels it early
 // (the report then covers what was done).
@@ -210,7 +230,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer cancel()
 	cpu0 := cpuTime()
 	start := time.Now()
-	sh := &shared{measureAt: start.Add(cfg.Warmup)}
+	sh := &shared{done: ctx.Done(), start: start, measureAt: start.Add(cfg.Warmup)}
 	deadline := sh.measureAt.Add(cfg.Duration)
 	sh.deadline = deadline
 	timer := time.AfterFunc(time.Until(deadline), func() {
@@ -279,19 +299,50 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	return buildReport(&cfg, clients, start, sh.measureAt, end, cpu), nil
 }
 
-// loop sends one request at a time until the run stops.
+// loop sends one request at a time until the run stops: the next as soon
+// as an answer is read (closed loop), or, with a rate, on a fixed schedule
+// (open loop), so that latency can be measured below saturation.
 func (c *client) loop(cfg *config, sh *shared, ex exchanger) {
 	buf := make([]byte, 0, 4096)
 	var resp response
 	var one [1]int64
 	n := len(cfg.URLs)
+	var every time.Duration // open loop: this client's interval
+	var next time.Time
+	var tm *time.Timer
+	if cfg.Rate > 0 {
+		every = time.Duration(float64(cfg.Clients) / cfg.Rate * float64(time.Second))
+		next = sh.start.Add(every * time.Duration(c.n) / time.Duration(cfg.Clients)) // clients staggered
+		tm = time.NewTimer(every)
+		defer tm.Stop()
+	}
 	for k := 0; ; k++ {
 		if sh.stop.Load() {
 			return
 		}
 		inst := (c.n + k) % n // round robin, clients staggered
+		late := false
+		if every > 0 {
+			if !next.Before(sh.deadline) {
+				return
+			}
+			if d := time.Until(next); d > 0 {
+				if !sh.sleep(tm, d) {
+					return
+				}
+			} else {
+				late = -d >= every
+			}
+			next = next.Add(every)
+		}
+		// Latency counts from the actual send: a sleep that overshoots its
+		// schedule is the load tool's own lateness, and a client that fell
+		// a whole interval behind is counted as late instead.
 		t0 := time.Now()
 		measured := !t0.Before(sh.measureAt)
+		if measured && late {
+			c.late++
+		}
 		if measured && cfg.Requests > 0 && sh.claimed.Add(1) > cfg.Requests {
 			return
 		}

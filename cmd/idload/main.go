@@ -9,10 +9,18 @@
 // strict increase per client per instance, and duplicates across every ID
 // of the run (it keeps them all, up to -max-ids).
 //
+// By default each client sends its next request as soon as it has read an
+// answer (closed loop): that finds the most a server answers, and at that
+// point latency is mostly queueing (Little's law: clients ÷ req/s). With
+// -rate R the clients share R requests/s on a fixed schedule (open loop),
+// which shows the latency of a request to a server that is not saturated;
+// sends that fell a whole interval behind their schedule are counted.
+//
 //	idload -url http://127.0.0.1:8880 -mode segment -tag test_business -c 64 -d 10s
 //	idload -mode segment -count 1000 -json result.json
 //	idload -mode snowflake -url http://127.0.0.1:8880,http://127.0.0.1:8881
 //	idload -mode bare -url http://127.0.0.1:8881
+//	idload -rate 40000 -c 64 -d 10s
 //
 // The default client is net/http's Transport, tuned (an idle connection per
 // client, no compression, no proxy, prebuilt requests); -client raw uses
@@ -57,6 +65,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Duration, "d", 10*time.Second, "measured duration; bounds the run even with -n")
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "warm-up before the measured phase (checked, not counted)")
 	fs.Int64Var(&cfg.Requests, "n", 0, "stop after this many measured requests (0: run for -d)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: requests/s over all clients, each client on a fixed schedule (0: closed loop, the next request as soon as an answer is read)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "per-request wait for the response headers")
 	fs.StringVar(&cfg.Client, "client", "http", "http: net/http's Transport, tuned; raw: idload's own HTTP/1.1 keep-alive client (plain http; no goroutine handoffs, about half the client CPU per request)")
 	fs.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback base URLs")

@@ -27,6 +27,8 @@ type Report struct {
 	WarmupS    float64  `json:"warmup_s"`
 	DurationS  float64  `json:"duration_s"` // asked for
 	ElapsedS   float64  `json:"elapsed_s"`  // measured phase as it ran
+	Rate       float64  `json:"rate"`       // requests/s asked for (open loop); 0: closed loop
+	LateSends  int64    `json:"late_sends"` // open loop: sent a whole interval behind schedule
 
 	// Measured phase: responses received, resp_code 0 answers, IDs in them.
 	Requests int64   `json:"requests"`
@@ -82,6 +84,7 @@ func buildReport(cfg *config, clients []*client, start, measureAt, end time.Time
 		Clients:          cfg.Clients,
 		WarmupS:          cfg.Warmup.Seconds(),
 		DurationS:        cfg.Duration.Seconds(),
+		Rate:             cfg.Rate,
 		ErrorsByRespCode: map[string]int64{},
 		HTTPStatus:       map[string]int64{},
 	}
@@ -105,6 +108,7 @@ func buildReport(cfg *config, clients []*client, start, measureAt, end time.Time
 		r.WarmupRequests += c.warmupRequests
 		r.TotalRequests += c.totalRequests
 		r.TransportErrors += c.transport
+		r.LateSends += c.late
 		r.Malformed += c.malformed
 		r.OrderViolations += c.order
 		for code, n := range c.byCode {
@@ -168,6 +172,9 @@ func writeTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "idload %s, %d clients -> %s\n", what, r.Clients, strings.Join(r.URLs, ", "))
 	fmt.Fprintf(w, "  measured   %.2fs after %.2fs warm-up (%s, GOMAXPROCS %d)\n", r.ElapsedS, r.WarmupS, r.GoVersion, r.GOMAXPROCS)
 	fmt.Fprintf(w, "  requests   %d ok of %d  %12.0f req/s\n", r.OK, r.Requests, r.ReqPerS)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, "  open loop  %.0f req/s asked; %d sends a whole interval late (the tool or the server fell behind)\n", r.Rate, r.LateSends)
+	}
 	fmt.Fprintf(w, "  IDs        %d  %12.0f IDs/s\n", r.IDs, r.IDsPerS)
 	fmt.Fprintf(w, "  latency    p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %s\n",
 		fmtUs(r.P50Us), fmtUs(r.P90Us), fmtUs(r.P99Us), fmtUs(r.P999Us), fmtUs(r.MaxUs), fmtUs(r.MeanUs))
