@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // counterSegments is the cheapest allocator possible, so the benchmarks
@@ -23,8 +22,7 @@ func (c *counterSegments) Next(context.Context, string) (int64, error) { return 
 
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
-	reg := prometheus.NewRegistry()
-	srv, err := New(Config{Registerer: reg, Gatherer: reg}, Deps{Segments: &counterSegments{}, Store: &fakePinger{}})
+	srv, err := New(Config{}, Deps{Segments: &counterSegments{}, Store: &fakePinger{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -288,7 +288,7 @@ func newRig(tb testing.TB, edit func(*Config, *Deps)) *rig {
 	}
 	cfg := Config{
 		AdminToken: "s3cret-admin-token",
-		Registerer: r.reg,
+		Metrics:    mustMetrics(tb, r.reg),
 		Gatherer:   r.reg,
 		Logger:     slog.New(slog.NewJSONHandler(r.logs, nil)),
 	}
@@ -355,3 +355,12 @@ func decodeReply(tb testing.TB, status int, h http.Header, raw []byte, target st
 }
 
 var adminAuth = []string{"Authorization", "Bearer s3cret-admin-token"}
+
+func mustMetrics(tb testing.TB, reg prometheus.Registerer) *Metrics {
+	tb.Helper()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}

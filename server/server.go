@@ -100,15 +100,12 @@ type Config struct {
 	HealthInterval time.Duration
 	// Logger receives request errors and health transitions; nil discards.
 	Logger *slog.Logger
-	// Metrics is where the server counts; pass the one given to
-	// segment.Config.Observer, and give each Server its own. Nil means New
-	// makes one on Registerer.
-	Metrics *Metrics
-	// Registerer is used only when Metrics is nil; if both are nil, New uses
-	// a fresh registry of its own, which it also serves when Gatherer is nil.
-	Registerer prometheus.Registerer
-	// Gatherer is what GET /metrics serves; required unless New made the
-	// registry itself.
+	// Metrics is where the server counts, and Gatherer what GET /metrics
+	// serves; they come together. main passes the Metrics it gave
+	// segment.Config.Observer and the registry both live on. Leave both nil
+	// and New makes a registry of its own and serves it. Give each Server
+	// its own Metrics.
+	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
 }
 
@@ -150,7 +147,7 @@ type Server struct {
 // New checks cfg and deps, pings the store once so /health is accurate from
 // the first request, and starts the health checker. Errors: a nil Segments
 // or Store, an OwnLease without Leases, a negative MaxBatch, SegmentMaxStep
-// or HealthInterval, no Gatherer, or a metrics registration conflict.
+// or HealthInterval, or Metrics without Gatherer (or the other way round).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil || deps.Store == nil {
 		return nil, errors.New("server: Deps.Segments and Deps.Store are required")
@@ -179,23 +176,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if s.metrics == nil {
-		reg := cfg.Registerer
-		if reg == nil {
-			own := prometheus.NewRegistry()
-			reg = own
-			if s.gatherer == nil {
-				s.gatherer = own
-			}
-		}
+	switch {
+	case s.metrics == nil && s.gatherer == nil:
+		reg := prometheus.NewRegistry()
 		m, err := NewMetrics(reg)
 		if err != nil {
 			return nil, err
 		}
-		s.metrics = m
-	}
-	if s.gatherer == nil {
-		return nil, errors.New("server: Config.Gatherer is required with a Registerer or Metrics of your own")
+		s.metrics, s.gatherer = m, reg
+	case s.metrics == nil || s.gatherer == nil:
+		return nil, errors.New("server: Config.Metrics and Config.Gatherer go together: set both or neither")
 	}
 	s.metrics.watch(s.seg, s.flake != nil, s.own)
 	s.errBadCount = badParam("count", fmt.Sprintf("must be an integer from 1 to %d", s.maxBatch))

@@ -21,12 +21,12 @@ func TestNewErrors(t *testing.T) {
 		{"no store", func(_ *Config, d *Deps) { d.Store = nil }},
 		{"own lease without leases", func(_ *Config, d *Deps) { d.Leases = nil }},
 		{"negative max batch", func(c *Config, _ *Deps) { c.MaxBatch = -1 }},
-		{"no gatherer", func(c *Config, _ *Deps) { c.Gatherer = nil }},
+		{"metrics without gatherer", func(c *Config, _ *Deps) { c.Metrics = mustMetrics(t, prometheus.NewRegistry()) }},
+		{"gatherer without metrics", func(c *Config, _ *Deps) { c.Gatherer = prometheus.NewRegistry() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			cfg := Config{Registerer: reg, Gatherer: reg}
+			var cfg Config
 			deps := Deps{Segments: newFakeSegments(), Store: &fakePinger{}, Leases: newFakeLeases(), OwnLease: &fakeOwn{}}
 			tt.edit(&cfg, &deps)
 			if srv, err := New(cfg, deps); err == nil {
