@@ -61,10 +61,19 @@ type buffer struct {
 	rowStep   int64     // the row's own step: the adaptive step's floor
 	lastFetch time.Time // when the last successful fetch ended
 	retired   int64     // IDs issued from segments no longer current
+	// poke cuts the fetch loop's backoff short when requests find nothing
+	// buffered (see demandRetry).
+	poke chan struct{}
 }
 
+// demandRetry: while requests find nothing buffered and the store fails,
+// the fetch loop tries again at least this often, however far its backoff
+// has grown, so that service resumes within this of the store's return
+// rather than after up to 5s of answering 503.
+const demandRetry = 200 * time.Millisecond
+
 func newBuffer(a *Allocator, tag string) *buffer {
-	b := &buffer{a: a, tag: tag, ready: make(chan struct{})}
+	b := &buffer{a: a, tag: tag, ready: make(chan struct{}), poke: make(chan struct{}, 1)}
 	b.cur.Store(emptySpan())
 	return b
 }
@@ -131,6 +140,12 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 		case b.fetching && b.failing:
 			// The store is failing and the loop is backing off: answer now
 			// rather than hold the request until the next attempt.
+			if b.a.now().Sub(b.lastTry) >= demandRetry {
+				select {
+				case b.poke <- struct{}{}:
+				default:
+				}
+			}
 			b.mu.Unlock()
 			return ErrUnavailable
 		case !b.fetching && b.failing && isFinal(b.lastErr) && b.a.now().Sub(b.lastTry) < time.Second:
@@ -234,10 +249,16 @@ func (b *buffer) fetchLoop() {
 			return
 		}
 		b.mu.Unlock()
+		select { // a poke from before this attempt is answered by it
+		case <-b.poke:
+		default:
+		}
 
 		t := time.NewTimer(backoff)
 		select {
 		case <-t.C:
+		case <-b.poke:
+			t.Stop()
 		case <-b.a.closing:
 			t.Stop()
 			b.mu.Lock()

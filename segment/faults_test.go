@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -163,3 +165,37 @@ func TestNewRefusesNegativeConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDemandCutsBackoffShort: after a long outage the fetch loop's backoff
+// has grown to seconds; requests arriving after the store is back must not
+// wait that out (virtual time, testing/synctest).
+func TestDemandCutsBackoffShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
+		st.failAfter.Store(1)
+		a := newAllocator(t, st, segment.Config{})
+		if _, err := drain(a, "t", 100); err != nil {
+			t.Fatal(err)
+		}
+		for range 2000 { // 20s of requests every 10ms while the store is down
+			if _, err := a.Next(context.Background(), "t"); !errors.Is(err, segment.ErrUnavailable) {
+				t.Fatalf("store down: got %v, want ErrUnavailable", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		st.failAfter.Store(0)
+		back := time.Now()
+		for {
+			if _, err := a.Next(context.Background(), "t"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if took := time.Since(back); took > demandRetryBound {
+			t.Fatalf("first ID %v after the store came back, want within %v", took, demandRetryBound)
+		}
+	})
+}
+
+// demandRetryBound is segment's demandRetry plus one request interval.
+const demandRetryBound = 210 * time.Millisecond
