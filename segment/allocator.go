@@ -213,7 +213,7 @@ func (a *Allocator) Tags(ctx context.Context) ([]Tag, error) {
 
 // CreateTag adds a tag to the store and serves it at once. Start 0 means 1.
 // Errors: ErrInvalidTag, ErrInvalidStep (step outside [1, MaxStep] or start
-// below 1), ErrTagExists, ErrUnavailable (a store fault).
+// outside [1, MaxUsableID]), ErrTagExists, ErrUnavailable (a store fault).
 func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 	if !ValidTag(t.AppTag) {
 		return ErrInvalidTag
@@ -221,7 +221,7 @@ func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 	if t.Start == 0 {
 		t.Start = 1
 	}
-	if t.Step < 1 || t.Step > a.cfg.MaxStep || t.Start < 1 || t.Start > maxUsable {
+	if t.Step < 1 || t.Step > a.cfg.MaxStep || t.Start < 1 || t.Start > MaxUsableID {
 		return ErrInvalidStep
 	}
 	if err := a.store.CreateTag(ctx, t); err != nil {

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// maxUsable is the highest ID the allocator hands out. The last 2^32 values of
+// MaxUsableID is the highest ID the allocator hands out, and so the highest start
+// a tag may have. The last 2^32 values of
 // int64 stay unused as headroom for the atomic cursor, which concurrent
 // callers push past a segment's end before the slow path pulls it back.
-const maxUsable = math.MaxInt64 - 1<<32
+const MaxUsableID = math.MaxInt64 - 1<<32
 
 // span is one reserved range [start, end]. cursor is the next ID to hand out;
 // callers claim IDs with one atomic add, so the range is served lock-free.
@@ -221,7 +222,7 @@ func (b *buffer) fetchLoop() {
 		if obs := b.a.cfg.Observer; obs != nil {
 			obs.Fetched(b.tag, ended.Sub(began), err)
 		}
-		if err == nil && f.MaxID-f.Size+1 > maxUsable {
+		if err == nil && f.MaxID-f.Size+1 > MaxUsableID {
 			err = ErrExhausted
 		}
 
@@ -235,7 +236,7 @@ func (b *buffer) fetchLoop() {
 			log.Warn("segment fetch failed; retrying in the background", "app_tag", b.tag, "err", err)
 		}
 		if err == nil {
-			b.next = newSpan(f.MaxID-f.Size+1, min(f.MaxID, maxUsable))
+			b.next = newSpan(f.MaxID-f.Size+1, min(f.MaxID, MaxUsableID))
 			b.step, b.rowStep, b.lastFetch = f.Size, f.Step, ended
 			b.failing, b.lastErr = false, nil
 		} else {

@@ -50,7 +50,7 @@ func TestNoFetchStartsAfterClose(t *testing.T) {
 
 func TestFailedClaimsCannotWrapTheCursor(t *testing.T) {
 	st := &stubStore{}
-	st.maxID.Store(maxUsable - 10) // the next segment ends at the very top
+	st.maxID.Store(MaxUsableID - 10) // the next segment ends at the very top
 	a, err := New(context.Background(), st, Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -109,6 +109,7 @@ func TestBadInputChangesNothingOnEachDriver(t *testing.T) {
 		{"POST", "/tags", `{"app_tag":"t1","step":10`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"t1","step":0}`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"t1","step":10,"start":-3}`, loopback, bearer, 1},
+		{"POST", "/tags", `{"app_tag":"t1","step":10,"start":9223372036854775807}`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"bad tag","step":10}`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"t1","step":10,"extra":1}`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"test_business","step":10}`, loopback, bearer, 10},

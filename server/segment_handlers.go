@@ -145,8 +145,8 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 		return segment.Tag{}, err
 	case !ok:
 		start = 1
-	case start < 1:
-		return segment.Tag{}, badParam("start", "must be at least 1")
+	case start < 1 || start > segment.MaxUsableID:
+		return segment.Tag{}, badParam("start", fmt.Sprintf("must be from 1 to %d", segment.MaxUsableID))
 	}
 	desc, _, err := o.string("description")
 	switch {
