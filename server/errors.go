@@ -67,6 +67,7 @@ var errorTable = []struct {
 	{snowflake.ErrFenced, answer{codeUnavailable, http.StatusServiceUnavailable, "worker lease not confirmed: retry"}},
 
 	{workerlease.ErrNoWorkerID, answer{codeNoWorkerID, http.StatusConflict, "no worker ID available in the cluster"}},
+	{workerlease.ErrUnavailable, answer{codeUnavailable, http.StatusServiceUnavailable, "unavailable: the lease store is unreachable; retry"}},
 	{workerlease.ErrTokenMismatch, answer{codeLeaseConflict, http.StatusConflict, "worker ID is held by another token"}},
 	{workerlease.ErrLeaseExpired, answer{codeLeaseConflict, http.StatusConflict, "lease expired: acquire a new worker ID"}},
 	{workerlease.ErrNotAssigned, answer{codeLeaseConflict, http.StatusConflict, "worker ID is not assigned"}},

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/idalloc/idalloc/workerlease"
 )
 
 func TestWorkerID(t *testing.T) {
@@ -47,5 +50,23 @@ func TestWorkerIDLoopbackOnly(t *testing.T) {
 	}
 	if got := rg.do(t, "POST", "/workerid/release", body, "X-Remote-Addr", "192.0.2.7:9"); got.status != http.StatusUnauthorized {
 		t.Errorf("from the network: %d %s, want 401", got.status, got.raw)
+	}
+}
+
+// TestWorkerIDStoreDown: a lease store that cannot be reached is a retry
+// (503, resp_code 3, Retry-After), not an internal error.
+func TestWorkerIDStoreDown(t *testing.T) {
+	for _, tc := range []struct{ target, body string }{
+		{"/workerid", `{"cluster":"c"}`},
+		{"/workerid/renew", `{"worker_id":1,"token":"` + goodToken + `"}`},
+		{"/workerid/release", `{"worker_id":1,"token":"` + goodToken + `"}`},
+	} {
+		rg := newRig(t, nil)
+		rg.leases.err = fmt.Errorf("%w: dial tcp 127.0.0.1:3306: connection refused", workerlease.ErrUnavailable)
+		got := rg.do(t, "POST", tc.target, tc.body, adminAuth...)
+		if got.status != http.StatusServiceUnavailable || got.code() != 3.0 || got.header.Get("Retry-After") == "" {
+			t.Errorf("POST %s with the store down: %d %s (Retry-After %q), want 503 resp_code 3 with Retry-After",
+				tc.target, got.status, got.raw, got.header.Get("Retry-After"))
+		}
 	}
 }

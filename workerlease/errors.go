@@ -22,6 +22,9 @@ var (
 	ErrTokenMismatch   = errors.New("worker ID is held by another token")
 	ErrLeaseExpired    = errors.New("lease expired")
 	ErrNotAssigned     = errors.New("worker ID is not assigned")
+	// ErrUnavailable wraps a store failure that is none of the outcomes
+	// above (the database unreachable, a timeout): retrying may succeed.
+	ErrUnavailable = errors.New("worker lease store unavailable")
 	// ErrLayoutMismatch: the cluster's recorded snowflake layout (epoch,
 	// worker bits) differs from this instance's.
 	ErrLayoutMismatch = errors.New("snowflake layout differs from the cluster's")

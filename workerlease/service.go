@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -114,7 +115,8 @@ func (s *Service) Cluster() string { return s.cluster }
 // new random token. holder "" means Config.Holder. The Lease's
 // LastTimestampMS is the highest timestamp any earlier holder of the ID
 // reserved: the new holder must issue only above it. Errors:
-// ErrInvalidCluster, ErrNoWorkerID, or the store's.
+// ErrInvalidCluster, ErrNoWorkerID, or ErrUnavailable wrapping any other
+// store failure.
 func (s *Service) Acquire(ctx context.Context, cluster, holder string) (Lease, error) {
 	return s.acquire(ctx, cluster, holder, s.now())
 }
@@ -134,7 +136,7 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 		return Lease{}, err
 	}
 	// The store's errors say which worker ID and cluster already.
-	return s.store.Acquire(ctx, AcquireRequest{
+	l, err := s.store.Acquire(ctx, AcquireRequest{
 		Cluster:     cluster,
 		MaxWorkerID: s.maxWorkerID,
 		Token:       token,
@@ -142,6 +144,18 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 		TTL:         s.ttl,
 		NowMS:       now.UnixMilli(),
 	})
+	return l, storeErr(err)
+}
+
+// storeErr passes the lease outcomes through and marks any other store
+// failure ErrUnavailable, so that callers can tell "refused" from "retry".
+func storeErr(err error) error {
+	switch {
+	case err == nil, errors.Is(err, ErrNoWorkerID), errors.Is(err, ErrNotAssigned),
+		errors.Is(err, ErrTokenMismatch), errors.Is(err, ErrLeaseExpired):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // Renew extends the lease token holds on workerID to TTL from now (by the
@@ -149,13 +163,14 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 // lastTimestampMS if that is larger; 0 reports nothing. Errors:
 // ErrInvalidCluster, ErrInvalidWorkerID, ErrInvalidToken,
 // ErrInvalidTimestamp, ErrNotAssigned, ErrTokenMismatch, ErrLeaseExpired, or
-// the store's.
+// ErrUnavailable wrapping any other store failure.
 func (s *Service) Renew(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) (Lease, error) {
 	cluster, err := s.validate(cluster, workerID, token, lastTimestampMS)
 	if err != nil {
 		return Lease{}, err
 	}
-	return s.store.Renew(ctx, cluster, workerID, token, s.ttl, lastTimestampMS)
+	l, err := s.store.Renew(ctx, cluster, workerID, token, s.ttl, lastTimestampMS)
+	return l, storeErr(err)
 }
 
 // Release frees workerID if token still holds it, after raising its
@@ -165,7 +180,7 @@ func (s *Service) Release(ctx context.Context, cluster string, workerID int64, t
 	if err != nil {
 		return err
 	}
-	return s.store.Release(ctx, cluster, workerID, token, lastTimestampMS)
+	return storeErr(s.store.Release(ctx, cluster, workerID, token, lastTimestampMS))
 }
 
 func (s *Service) validate(cluster string, workerID int64, token string, lastTimestampMS int64) (string, error) {

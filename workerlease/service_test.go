@@ -173,3 +173,45 @@ func TestValidToken(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceStoreFailures: the lease outcomes pass through as they are;
+// any other store failure becomes ErrUnavailable, its cause kept.
+func TestServiceStoreFailures(t *testing.T) {
+	down := errors.New("dial tcp: connection refused")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"unreachable", down, ErrUnavailable},
+		{"timeout", context.DeadlineExceeded, ErrUnavailable},
+		{"expired", ErrLeaseExpired, ErrLeaseExpired},
+		{"taken", ErrTokenMismatch, ErrTokenMismatch},
+		{"not assigned", ErrNotAssigned, ErrNotAssigned},
+		{"full", ErrNoWorkerID, ErrNoWorkerID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &faultStore{
+				Store:   NewMemoryStore(nil),
+				acquire: func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, tc.err },
+				renew: func(context.Context, string, int64, string, time.Duration, int64) (Lease, error) {
+					return Lease{}, tc.err
+				},
+				release: func(context.Context, string, int64, string, int64) error { return tc.err },
+			}
+			s := newTestService(t, fs, Config{})
+			tok := strings.Repeat("A", 22)
+			_, errA := s.Acquire(t.Context(), "", "")
+			_, errR := s.Renew(t.Context(), "", 1, tok, 0)
+			errL := s.Release(t.Context(), "", 1, tok, 0)
+			for _, err := range []error{errA, errR, errL} {
+				if !errors.Is(err, tc.want) || !errors.Is(err, tc.err) {
+					t.Errorf("got %v, want %v wrapping %v", err, tc.want, tc.err)
+				}
+				if tc.want != ErrUnavailable && errors.Is(err, ErrUnavailable) {
+					t.Errorf("got %v: a lease outcome marked unavailable", err)
+				}
+			}
+		})
+	}
+}

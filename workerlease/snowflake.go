@@ -82,16 +82,16 @@ func (s *Source) install(l Lease) {
 	s.cur.Store(&leasedGenerator{lease: l, gen: g, err: err})
 }
 
-// Next returns a new ID. Errors: ErrNoWorkerID before the first lease, and
-// while the lease is lost and the keeper finds every worker ID held;
-// snowflake.ErrFenced while the lease is not provably held (lost and not yet
-// replaced, or renewals stalled); snowflake.ErrClockDriftTryLater; and
+// Next returns a new ID. Errors: ErrNoWorkerID while the keeper finds every
+// worker ID held (before the first lease or after losing one);
+// snowflake.ErrFenced while no lease is provably held otherwise (none yet,
+// lost and not yet replaced, or renewals stalled); snowflake.ErrClockDriftTryLater; and
 // snowflake.ErrClockDriftTooLargeToRecover, upon which the lease is given up
 // so the Keeper can acquire a worker ID this clock can serve.
 func (s *Source) Next() (int64, error) {
 	c := s.cur.Load()
 	if c == nil {
-		return 0, ErrNoWorkerID
+		return 0, s.noLease()
 	}
 	if c.gen == nil {
 		return 0, c.err
@@ -108,7 +108,7 @@ func (s *Source) Next() (int64, error) {
 func (s *Source) NextN(dst []int64) error {
 	c := s.cur.Load()
 	if c == nil {
-		return ErrNoWorkerID
+		return s.noLease()
 	}
 	if c.gen == nil {
 		return c.err
@@ -117,6 +117,15 @@ func (s *Source) NextN(dst []int64) error {
 		return s.failed(c, err)
 	}
 	return nil
+}
+
+// noLease is the error before the first lease: the store unreachable or
+// the first acquire under way is a retry (fenced), not a full cluster.
+func (s *Source) noLease() error {
+	if s.k.noFree.Load() {
+		return ErrNoWorkerID
+	}
+	return snowflake.ErrFenced
 }
 
 // failed handles a generator error: a drift too large gives the lease up;

@@ -188,14 +188,36 @@ func TestSourceStalledHolder(t *testing.T) {
 	}
 }
 
+// TestSourceNoLeaseYet: before the first lease, a retry (resp_code 3) is
+// the answer unless the keeper found every worker ID held (resp_code 5).
 func TestSourceNoLeaseYet(t *testing.T) {
 	h := newHolder(t, NewMemoryStore(nil), Config{}, time.Now)
-	if _, err := h.src.Next(); !errors.Is(err, ErrNoWorkerID) {
-		t.Errorf("Next() error = %v, want %v", err, ErrNoWorkerID)
+	if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrFenced) {
+		t.Errorf("Next() error = %v, want %v", err, snowflake.ErrFenced)
 	}
-	if err := h.src.NextN(make([]int64, 3)); !errors.Is(err, ErrNoWorkerID) {
-		t.Errorf("NextN() error = %v, want %v", err, ErrNoWorkerID)
+	if err := h.src.NextN(make([]int64, 3)); !errors.Is(err, snowflake.ErrFenced) {
+		t.Errorf("NextN() error = %v, want %v", err, snowflake.ErrFenced)
 	}
+	synctest.Test(t, func(t *testing.T) {
+		mem := NewMemoryStore(nil)
+		cfg := Config{MaxWorkerID: 1}
+		other := newTestService(t, mem, Config{MaxWorkerID: 1, Now: skewed(toNov2026)})
+		for range 2 {
+			if _, err := other.Acquire(t.Context(), "", "other"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		full := newHolder(t, mem, cfg, skewed(toNov2026))
+		full.k.Start(t.Context())
+		synctest.Wait()
+		if _, err := full.src.Next(); !errors.Is(err, ErrNoWorkerID) {
+			t.Errorf("Next() with every worker ID held before the first lease: error = %v, want %v", err, ErrNoWorkerID)
+		}
+		if err := full.src.NextN(make([]int64, 3)); !errors.Is(err, ErrNoWorkerID) {
+			t.Errorf("NextN() with every worker ID held before the first lease: error = %v, want %v", err, ErrNoWorkerID)
+		}
+		closeKeeper(t, full.k, 0)
+	})
 	if got := h.src.LastTimestampMS(); got != 0 {
 		t.Errorf("LastTimestampMS() = %d, want 0", got)
 	}
