@@ -28,8 +28,13 @@ type Settings struct {
 	// Epoch is the instant timestamps count from. Zero means
 	// 2026-01-01T00:00:00Z. Outside the years 1..9999 or after now:
 	// ErrInvalidLayout. So early that the 41 time bits run out within 10
-	// years: ErrLayoutTooShort.
+	// years: ErrLayoutTooShort, unless SkipLifetimeCheck.
 	Epoch time.Time
+	// SkipLifetimeCheck drops the 10-year rule, which is for starting a
+	// deployment: a generator rebuilt while one runs (for a new worker
+	// lease) serves until the time bits run out, then returns
+	// ErrTimeExhausted.
+	SkipLifetimeCheck bool
 	// WorkerBits is the worker-ID width; the sequence gets 22-WorkerBits.
 	// 0 means DefaultWorkerBits (10). Outside 1..21: ErrInvalidLayout.
 	WorkerBits int
@@ -129,7 +134,7 @@ func (s Settings) resolve() (config, error) {
 		return config{}, fmt.Errorf("epoch %s is after now (%s): %w",
 			c.layout.Epoch.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), ErrInvalidLayout)
 	}
-	if end := c.layout.End(); end.Before(now.AddDate(minLifetime, 0, 0)) {
+	if end := c.layout.End(); !s.SkipLifetimeCheck && end.Before(now.AddDate(minLifetime, 0, 0)) {
 		return config{}, fmt.Errorf("time bits run out at %s, less than %d years from now: %w",
 			end.Format(time.RFC3339), minLifetime, ErrLayoutTooShort)
 	}

@@ -32,6 +32,8 @@ func TestNewValidates(t *testing.T) {
 		{"epoch so old the time runs out within 10 years", now, Settings{Epoch: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)}, ErrLayoutTooShort},
 		{"time runs out exactly 10 years from now", end.AddDate(-10, 0, 0), Settings{}, nil},
 		{"time runs out 1ms short of 10 years", end.AddDate(-10, 0, 0).Add(time.Millisecond), Settings{}, ErrLayoutTooShort},
+		{"lifetime check skipped, time runs out within 10 years", now, Settings{Epoch: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), SkipLifetimeCheck: true}, nil},
+		{"lifetime check skipped, epoch after now", now, Settings{Epoch: now.Add(time.Millisecond), SkipLifetimeCheck: true}, ErrInvalidLayout},
 		{"negative drift block", now, Settings{MaxDriftBlock: -1}, ErrInvalidSettings},
 		{"negative drift error", now, Settings{MaxDriftError: -1}, ErrInvalidSettings},
 		{"drift error below block", now, Settings{MaxDriftBlock: 20 * time.Millisecond, MaxDriftError: 19 * time.Millisecond}, ErrInvalidSettings},

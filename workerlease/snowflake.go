@@ -66,6 +66,9 @@ func NewSource(k *Keeper, base snowflake.Settings) (*Source, error) {
 func (s *Source) install(l Lease) {
 	st := s.base
 	st.WorkerID = l.WorkerID
+	// NewSource's probe held the layout to the 10-year rule at start; a
+	// running instance keeps serving until the time bits really run out.
+	st.SkipLifetimeCheck = true
 	st.StartAfterMS = max(st.StartAfterMS, l.LastTimestampMS)
 	// The store's reservation already covers our own IDs; the previous
 	// generator is a second witness that costs nothing.

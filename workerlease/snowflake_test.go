@@ -386,3 +386,31 @@ func BenchmarkSourceNext(b *testing.B) {
 		})
 	})
 }
+
+// TestSourceServesPastTheLifetimeRule: the 10-year rule is checked when the
+// Source is made; a lease acquired later, once the layout has less than 10
+// years left, still gets a working generator.
+func TestSourceServesPastTheLifetimeRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		epoch := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+		layout, err := snowflake.NewLayout(epoch, snowflake.DefaultWorkerBits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var offset atomic.Int64
+		offset.Store(int64(time.Until(layout.End().AddDate(-10, 0, 0).Add(-time.Hour))))
+		now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		r := newKeeperRig(t, NewMemoryStore(nil), Config{Now: now}, KeeperConfig{Now: now})
+		src, err := NewSource(r.k, snowflake.Settings{Epoch: epoch, Now: now, Sleep: time.Sleep})
+		if err != nil {
+			t.Fatalf("NewSource with 10 years and an hour left: %v", err)
+		}
+		offset.Add(int64(2 * time.Hour)) // the first lease comes an hour past the 10-year mark
+		r.k.Start(t.Context())
+		synctest.Wait()
+		if _, err := src.Next(); err != nil {
+			t.Fatalf("Next under a lease acquired with under 10 years left: %v", err)
+		}
+		closeKeeper(t, r.k, src.LastTimestampMS())
+	})
+}
