@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -157,7 +158,8 @@ func (c Config) validate() (settings, error) {
 		{"shutdown_drain", c.ShutdownDrain, &s.shutdownDrain, 0},
 		{"segment.tag_refresh", c.Segment.TagRefresh, &s.tagRefresh, 100 * time.Millisecond},
 		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL, &s.leaseTTL, time.Second},
-		{"snowflake.max_drift_block", c.Snowflake.MaxDriftBlock, &s.driftBlock, 0},
+		// 0 would mean the generator's default, 10ms: not what "0s" says.
+		{"snowflake.max_drift_block", c.Snowflake.MaxDriftBlock, &s.driftBlock, time.Millisecond},
 		{"snowflake.max_drift_error", c.Snowflake.MaxDriftError, &s.driftError, 0},
 	} {
 		v, err := time.ParseDuration(d.val)
@@ -171,6 +173,17 @@ func (c Config) validate() (settings, error) {
 	}
 	if s.driftError < s.driftBlock {
 		return s, errors.New(`key "snowflake.max_drift_error": must not be below snowflake.max_drift_block`)
+	}
+	// The generator's own checks, reported by key rather than at start: an
+	// epoch after now, or so early that the time bits run out within 10
+	// years.
+	if _, err := snowflake.New(snowflake.Settings{Epoch: epoch, WorkerBits: c.Snowflake.WorkerBits,
+		MaxDriftBlock: s.driftBlock, MaxDriftError: s.driftError}); err != nil {
+		key := "snowflake.max_drift_error"
+		if errors.Is(err, snowflake.ErrInvalidLayout) || errors.Is(err, snowflake.ErrLayoutTooShort) {
+			key = "snowflake.epoch"
+		}
+		return s, fmt.Errorf("key %q: %w", key, err)
 	}
 	return s, nil
 }
