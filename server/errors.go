@@ -74,7 +74,7 @@ var errorTable = []struct {
 	{workerlease.ErrInvalidWorkerID, answer{codeBadRequest, http.StatusBadRequest, "invalid worker_id: out of range"}},
 	{workerlease.ErrInvalidToken, answer{codeBadRequest, http.StatusBadRequest, "invalid token: want 22 base64url characters"}},
 	{workerlease.ErrInvalidCluster, answer{codeBadRequest, http.StatusBadRequest, "invalid cluster: want 1 to 64 characters of A-Z a-z 0-9 _ . : -"}},
-	{workerlease.ErrInvalidTimestamp, answer{codeBadRequest, http.StatusBadRequest, "invalid last_timestamp_ms: must be 0 or more"}},
+	{workerlease.ErrInvalidTimestamp, answer{codeBadRequest, http.StatusBadRequest, "invalid last_timestamp_ms: must be Unix milliseconds, from 0 to a day past this server's clock"}},
 
 	{errNotFound, answer{codeUnknownTag, http.StatusNotFound, "unknown route"}},
 	{errMethodNotAllowed, answer{codeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed: see the Allow header"}},

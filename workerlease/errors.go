@@ -30,6 +30,6 @@ var (
 	ErrLayoutMismatch = errors.New("snowflake layout differs from the cluster's")
 
 	ErrInvalidCluster   = errors.New("invalid cluster: want 1 to 64 characters of A-Z a-z 0-9 _ . : -")
-	ErrInvalidTimestamp = errors.New("invalid last_timestamp_ms: want 0 or more")
+	ErrInvalidTimestamp = errors.New("invalid last_timestamp_ms: want Unix milliseconds, 0 to a day past now")
 	ErrInvalidConfig    = errors.New("invalid workerlease config")
 )

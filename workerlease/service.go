@@ -183,6 +183,9 @@ func (s *Service) Release(ctx context.Context, cluster string, workerID int64, t
 	return storeErr(s.store.Release(ctx, cluster, workerID, token, lastTimestampMS))
 }
 
+// maxTimestampAhead bounds a reported last_timestamp_ms, beyond the TTL.
+const maxTimestampAhead = 24 * time.Hour
+
 func (s *Service) validate(cluster string, workerID int64, token string, lastTimestampMS int64) (string, error) {
 	cluster, err := s.resolveCluster(cluster)
 	if err != nil {
@@ -194,7 +197,11 @@ func (s *Service) validate(cluster string, workerID int64, token string, lastTim
 	if !ValidToken(token) {
 		return "", ErrInvalidToken
 	}
-	if lastTimestampMS < 0 {
+	// A value far ahead (microseconds sent for milliseconds, say) would
+	// push every later holder's floor past what its clock will reach for
+	// years: that worker ID would answer "try later" for good. A holder
+	// reserves at most its TTL ahead; a day more covers clock skew.
+	if lastTimestampMS < 0 || lastTimestampMS > s.now().Add(s.ttl+maxTimestampAhead).UnixMilli() {
 		return "", ErrInvalidTimestamp
 	}
 	return cluster, nil

@@ -58,8 +58,11 @@ func TestNewServiceInvalid(t *testing.T) {
 
 func TestServiceValidation(t *testing.T) {
 	ctx := context.Background()
-	s := newTestService(t, NewMemoryStore(nil), Config{MaxWorkerID: 31})
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	s := newTestService(t, NewMemoryStore(nil), Config{MaxWorkerID: 31, Now: func() time.Time { return now }})
 	good := "AAAAAAAAAAAAAAAAAAAAAA"
+	// A holder may report up to its TTL (default 30s) and a day ahead.
+	latest := now.Add(30*time.Second + 24*time.Hour).UnixMilli()
 	tests := []struct {
 		name     string
 		cluster  string
@@ -78,6 +81,9 @@ func TestServiceValidation(t *testing.T) {
 		{"negative worker ID", "", -1, good, 0, ErrInvalidWorkerID},
 		{"worker ID above max", "", 32, good, 0, ErrInvalidWorkerID},
 		{"negative timestamp", "", 1, good, -1, ErrInvalidTimestamp},
+		{"timestamp in microseconds", "", 1, good, now.UnixMicro(), ErrInvalidTimestamp},
+		{"timestamp just past the limit", "", 1, good, latest + 1, ErrInvalidTimestamp},
+		{"timestamp at the limit", "", 1, good, latest, ErrNotAssigned},
 		{"bad cluster", "bad cluster", 1, good, 0, ErrInvalidCluster},
 		{"cluster too long", strings.Repeat("x", 65), 1, good, 0, ErrInvalidCluster},
 		{"cluster with quote", "c'", 1, good, 0, ErrInvalidCluster},
