@@ -141,24 +141,21 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 
 // NextN fills dst with len(dst) strictly increasing IDs of tag. A batch larger
 // than what is buffered spans segments, so its IDs are not always contiguous.
-// On error, the IDs already claimed for dst are discarded, never reissued.
+// On error dst holds no usable IDs. A batch that fits in the current and the
+// prefetched segment is claimed whole or not at all, so its failure leaves no
+// gap; a larger one is claimed in parts, and a failure after the first part
+// loses the IDs claimed, which are never reissued.
 func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	b, err := a.buffer(ctx, tag)
 	if err != nil {
 		return err
 	}
 	for filled := 0; filled < len(dst); {
-		first, last, s, ok := b.claim(int64(len(dst) - filled))
-		if !ok {
-			if err := b.advance(ctx, s); err != nil {
-				return err
-			}
-			continue
+		n, err := b.claimBatch(ctx, dst[filled:])
+		if err != nil {
+			return err
 		}
-		for id := first; id <= last; id++ {
-			dst[filled] = id
-			filled++
-		}
+		filled += n
 	}
 	return nil
 }

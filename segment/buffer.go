@@ -79,23 +79,6 @@ func newBuffer(a *Allocator, tag string) *buffer {
 	return b
 }
 
-// claim takes up to n IDs from the current segment. ok is false when the
-// segment had none left; s is the segment tried, for advance.
-func (b *buffer) claim(n int64) (first, last int64, s *span, ok bool) {
-	s = b.cur.Load()
-	end, prefetchAt := s.end, s.prefetchAt
-	v := s.cursor.Add(n)
-	first = v - n
-	if first > end {
-		return 0, 0, s, false
-	}
-	last = min(v-1, end)
-	if first <= prefetchAt && prefetchAt <= last {
-		b.prefetch()
-	}
-	return first, last, s, true
-}
-
 // prefetch starts the background fetch of the next segment unless one is
 // buffered or under way already.
 func (b *buffer) prefetch() {
@@ -137,49 +120,70 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 			b.mu.Unlock()
 			return nil
 		}
-		switch {
-		case b.fetching && b.failing:
-			// The store is failing and the loop is backing off: answer now
-			// rather than hold the request until the next attempt.
-			if b.a.now().Sub(b.lastTry) >= demandRetry {
-				select {
-				case b.poke <- struct{}{}:
-				default:
-				}
-			}
-			b.mu.Unlock()
-			return ErrUnavailable
-		case !b.fetching && b.failing && isFinal(b.lastErr) && b.a.now().Sub(b.lastTry) < time.Second:
-			err := b.lastErr
-			b.mu.Unlock()
-			return err
-		case !b.fetching:
-			b.startFetchLocked()
-		}
-		ready := b.ready
+		ready, err := b.fetchLocked()
 		b.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		if timer == nil {
 			timer = time.NewTimer(b.a.cfg.WaitTimeout)
 		}
-		select {
-		case <-ready:
-		case <-timer.C:
-			return ErrUnavailable
-		case <-ctx.Done():
-			return ErrUnavailable
-		case <-b.a.closing:
-			return ErrClosed
+		if err := b.waitFetch(ctx, ready, timer); err != nil {
+			return err
 		}
 		b.mu.Lock()
 		if b.failing && b.next == nil && b.cur.Load() == s {
-			err := b.lastErr
+			err := b.fetchErrLocked()
 			b.mu.Unlock()
-			if isFinal(err) {
-				return err
-			}
-			return ErrUnavailable
+			return err
 		}
 	}
+}
+
+// fetchLocked makes sure a fetch is under way and returns the channel closed
+// when its attempt ends, or the error to answer at once: the store is failing
+// and the loop backing off (answer now rather than hold the request until the
+// next attempt), or a final error was seen within the last second.
+func (b *buffer) fetchLocked() (<-chan struct{}, error) {
+	switch {
+	case b.fetching && b.failing:
+		if b.a.now().Sub(b.lastTry) >= demandRetry {
+			select {
+			case b.poke <- struct{}{}:
+			default:
+			}
+		}
+		return nil, ErrUnavailable
+	case !b.fetching && b.failing && isFinal(b.lastErr) && b.a.now().Sub(b.lastTry) < time.Second:
+		return nil, b.lastErr
+	case !b.fetching:
+		b.startFetchLocked()
+	}
+	return b.ready, nil
+}
+
+// waitFetch waits for a fetch attempt to end, bounded by timer, ctx and the
+// allocator's closing.
+func (b *buffer) waitFetch(ctx context.Context, ready <-chan struct{}, timer *time.Timer) error {
+	select {
+	case <-ready:
+		return nil
+	case <-timer.C:
+		return ErrUnavailable
+	case <-ctx.Done():
+		return ErrUnavailable
+	case <-b.a.closing:
+		return ErrClosed
+	}
+}
+
+// fetchErrLocked is the answer to a fetch attempt that ended without a
+// segment: its own error when retrying cannot cure it, else ErrUnavailable.
+func (b *buffer) fetchErrLocked() error {
+	if isFinal(b.lastErr) {
+		return b.lastErr
+	}
+	return ErrUnavailable
 }
 
 // isFinal reports errors that retrying will not cure.

@@ -63,18 +63,24 @@ func TestFailedClaimsCannotWrapTheCursor(t *testing.T) {
 	st.fail.Store(true)
 	b := (*a.tags.Load())["t"]
 	for {
-		if _, _, s, ok := b.claim(1); !ok {
-			_ = b.advance(ctx, s)
+		if _, err := a.Next(ctx, "t"); err != nil {
 			break
 		}
 	}
-	// Each huge failed claim is pulled back by the slow path; without that,
-	// 2^12 claims of 2^20 would wrap the cursor into negative IDs.
+	// Failed single claims push the cursor one past the end each, and the
+	// slow path pulls it back; failed batches never move it (they claim by
+	// compare-and-set). Without that, failures would wrap the cursor into
+	// negative IDs.
+	batch := make([]int64, 100_000)
 	for i := 0; i < 1<<13; i++ {
-		first, _, s, ok := b.claim(1 << 20)
-		if ok {
-			t.Fatalf("claim %d succeeded at %d with the store down and the top reached", i, first)
+		if _, err := a.Next(ctx, "t"); err == nil {
+			t.Fatalf("Next %d succeeded with the store down and the top reached", i)
 		}
-		_ = b.advance(ctx, s)
+		if err := a.NextN(ctx, "t", batch); err == nil {
+			t.Fatalf("NextN %d succeeded with the store down and the top reached", i)
+		}
+	}
+	if s := b.cur.Load(); s.cursor.Load() > s.end+1 {
+		t.Fatalf("cursor %d is past the end %d + 1 after failed claims", s.cursor.Load(), s.end)
 	}
 }

@@ -15,8 +15,9 @@ var (
 	ErrInvalidStep = errors.New("invalid step or start")
 	// ErrExhausted: the tag's ID space (int64) is used up.
 	ErrExhausted = errors.New("app_tag ID space exhausted")
-	// ErrUnavailable: no buffered IDs and the store did not deliver in time.
-	ErrUnavailable = errors.New("no buffered IDs and the store is unreachable")
+	// ErrUnavailable: the IDs asked for are not buffered and the store did
+	// not deliver in time (or a store call failed).
+	ErrUnavailable = errors.New("the store is unreachable or too slow and the IDs asked for are not buffered")
 	// ErrInvalidConfig: a negative Config field.
 	ErrInvalidConfig = errors.New("invalid segment config")
 	// ErrClosed: the allocator is closed (draining).

@@ -53,7 +53,7 @@ var errorTable = []struct {
 	{segment.ErrInvalidTag, answer{codeBadRequest, http.StatusBadRequest, "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$"}},
 	{segment.ErrInvalidStep, answer{codeBadRequest, http.StatusBadRequest, "invalid step or start: step must be from 1 to the configured maximum, start from 1 to " + strconv.FormatInt(segment.MaxUsableID, 10)}},
 	{segment.ErrUnknownTag, answer{codeUnknownTag, http.StatusNotFound, "unknown app_tag: create it with POST /tags first"}},
-	{segment.ErrUnavailable, answer{codeUnavailable, http.StatusServiceUnavailable, "unavailable: the store is unreachable and no IDs are buffered; retry"}},
+	{segment.ErrUnavailable, answer{codeUnavailable, http.StatusServiceUnavailable, "unavailable: the store is unreachable or too slow; retry (IDs already buffered are still served)"}},
 	{segment.ErrClosed, answer{codeUnavailable, http.StatusServiceUnavailable, "draining: retry on another instance"}},
 	{segment.ErrExhausted, answer{codeConflict, http.StatusConflict, "app_tag ID space exhausted"}},
 	{segment.ErrTagExists, answer{codeConflict, http.StatusConflict, "app_tag already exists"}},

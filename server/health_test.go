@@ -43,7 +43,7 @@ func TestHealthTransitions(t *testing.T) {
 	}{
 		{"ok", func() {}, state{200, 0, "ok", "success"}},
 		{"degraded", func() { rg.store.set(errors.New("connection refused")) }, state{200, 0, "degraded", "success"}},
-		{"unavailable", func() { rg.seg.total.Store(0) }, state{503, 3, "unavailable", "unavailable: the store is unreachable and no IDs are buffered; retry"}},
+		{"unavailable", func() { rg.seg.total.Store(0) }, state{503, 3, "unavailable", "unavailable: the store is unreachable or too slow; retry (IDs already buffered are still served)"}},
 		{"ok again", func() { rg.store.set(nil) }, state{200, 0, "ok", "success"}},
 		{"draining", func() { rg.srv.draining.Store(true) }, state{503, 3, "draining", "draining: retry on another instance"}},
 	}
