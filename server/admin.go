@@ -20,7 +20,7 @@ func (s *Server) admin(h handlerFunc) handlerFunc {
 			}
 			return h(w, r)
 		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, ok := bearerToken(r.Header.Get("Authorization"))
 		// ConstantTimeCompare leaks only the length, which a token of
 		// adequate length can afford.
 		if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) != 1 {
@@ -29,6 +29,16 @@ func (s *Server) admin(h handlerFunc) handlerFunc {
 		}
 		return h(w, r)
 	}
+}
+
+// bearerToken is the credentials of an "Authorization: Bearer <token>"
+// header; the scheme is case-insensitive (RFC 9110 11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return token, true
 }
 
 // fromLoopback reports whether the peer is 127.0.0.0/8 or ::1 (also as an

@@ -25,6 +25,7 @@ func (s *Server) routes() http.Handler {
 	}{
 		{http.MethodGet, "/alloc", s.handleAlloc},
 		{http.MethodGet, "/health", s.handleHealth},
+		{http.MethodHead, "/health", s.handleHealth}, // load balancers probe with HEAD too
 		{http.MethodGet, "/tags", s.handleListTags},
 		{http.MethodPost, "/tags", s.admin(s.handleCreateTag)},
 		{http.MethodGet, "/metrics", s.handleMetrics()},
@@ -77,7 +78,7 @@ func hotPaths(router http.Handler, alloc, snowflake http.HandlerFunc) http.Handl
 // allowed lists the methods mux serves on path, for a 405's Allow header.
 func allowed(mux *chi.Mux, path string) string {
 	var ms []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
 		if mux.Match(chi.NewRouteContext(), m, path) {
 			ms = append(ms, m)
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -122,5 +123,39 @@ func TestAdminWithoutTokenFromNetwork(t *testing.T) {
 	}
 	if logs := rg.logs.String(); !strings.Contains(logs, "loopback clients only") {
 		t.Errorf("log %s: want the start warning about loopback-only admin calls", logs)
+	}
+}
+
+func TestAdminToken(t *testing.T) {
+	rg := newRig(t, nil)
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{
+		{"Bearer s3cret-admin-token", http.StatusCreated},
+		{"bearer s3cret-admin-token", http.StatusCreated}, // the scheme is case-insensitive
+		{"BEARER s3cret-admin-token", http.StatusCreated},
+		{"Bearer s3cret-admin-tokeN", http.StatusUnauthorized},
+		{"Bearer  s3cret-admin-token", http.StatusUnauthorized},
+		{"Basic s3cret-admin-token", http.StatusUnauthorized},
+		{"s3cret-admin-token", http.StatusUnauthorized},
+		{"", http.StatusUnauthorized},
+	} {
+		body := fmt.Sprintf(`{"app_tag":"new%d","step":10}`, len(rg.seg.list()))
+		got := rg.do(t, "POST", "/tags", body, "Authorization", tc.auth)
+		if got.status != tc.want {
+			t.Errorf("Authorization %q: got %d %s, want %d", tc.auth, got.status, got.raw, tc.want)
+		}
+	}
+}
+
+func TestHealthHead(t *testing.T) {
+	rg := newRig(t, nil)
+	// net/http drops the body of an answer to HEAD; the recorder keeps it.
+	if got := rg.do(t, "HEAD", "/health", ""); got.status != http.StatusOK || got.body["status"] != "ok" {
+		t.Fatalf("HEAD /health: %d %s, want 200 ok", got.status, got.raw)
+	}
+	if got := rg.do(t, "DELETE", "/health", ""); got.header.Get("Allow") != "GET, HEAD" {
+		t.Fatalf("DELETE /health: Allow %q, want \"GET, HEAD\"", got.header.Get("Allow"))
 	}
 }
