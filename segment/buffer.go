@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-// MaxUsableID is the highest ID the allocator hands out, and so the highest start
-// a tag may have. The last 2^32 values of
-// int64 stay unused as headroom for the atomic cursor, which concurrent
-// callers push past a segment's end before the slow path pulls it back.
+// MaxUsableID is the highest ID the allocator hands out, and so the highest
+// start a tag may have. The last 2^32 values of int64 stay unused as headroom
+// for the atomic cursor, which concurrent callers push past a segment's end
+// before the slow path pulls it back.
 const MaxUsableID = math.MaxInt64 - 1<<32
 
 // span is one reserved range [start, end]. cursor is the next ID to hand out;
-// callers claim IDs with one atomic add, so the range is served lock-free.
+// a single ID is claimed with one atomic add, a batch by compare-and-set
+// (batch.go), so the range is served lock-free.
 //
 // The read-only fields and the cursor sit on separate cache lines: under
 // contention the cursor's line moves between cores on every claim, and the
