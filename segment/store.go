@@ -8,10 +8,12 @@ import (
 // Store is the persistence the allocator needs: one row per tag holding the
 // highest ID ever handed to any instance. Implementations live in package store.
 type Store interface {
-	// Fetch reserves the next range for tag in one transaction:
-	// UPDATE max_id = max_id + delta, then read back max_id and the row's step.
+	// Fetch reserves the next range for tag: it reads max_id and the row's
+	// step, then moves max_id from the value read to that plus delta by a
+	// compare-and-set whose success alone proves the range (never a
+	// read-back after the write), retrying at once when another writer won.
 	// delta is step when step > 0, else the row's own step. The returned range is
-	// (MaxID-Size, MaxID]; it must only be returned after the commit succeeded.
+	// (MaxID-Size, MaxID]; it must only be returned once that write committed.
 	// Errors: ErrUnknownTag when there is no row, ErrExhausted when max_id+delta
 	// would overflow int64; anything else is a store fault.
 	Fetch(ctx context.Context, tag string, step int64) (Fetched, error)

@@ -31,8 +31,10 @@ func (d *db) LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error) {
 // its next holder: the stored value is raised, never lowered, and a missing
 // row is created free (released). A live lease is left held.
 func (d *db) RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error {
-	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, d.q(`UPDATE worker_leases
+	// Each statement commits on its own; an insert that finds the row
+	// created meanwhile is a lost race, and the raise is tried again.
+	err := d.retryRaces(ctx, "carry", func() error {
+		res, err := d.x.ExecContext(ctx, d.q(`UPDATE worker_leases
 			SET last_timestamp_ms = {greatest}(last_timestamp_ms, ?) WHERE cluster = ? AND worker_id = ?`),
 			lt.LastTimestampMS, lt.Cluster, lt.WorkerID)
 		if err != nil {
@@ -41,7 +43,7 @@ func (d *db) RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error {
 		if n, err := res.RowsAffected(); err != nil || n > 0 {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO worker_leases
+		_, err = d.x.ExecContext(ctx, d.q(`INSERT INTO worker_leases
 			(cluster, worker_id, token, holder, expires_at, last_timestamp_ms) VALUES (?, ?, '', '', {now}, ?)`),
 			lt.Cluster, lt.WorkerID, lt.LastTimestampMS)
 		return err

@@ -18,14 +18,16 @@ func (d *db) CheckLayout(ctx context.Context, cluster string, epochMS int64, wor
 		EpochMS    int64 `db:"epoch_ms"`
 		WorkerBits int   `db:"worker_bits"`
 	}
-	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
-		// The first instance's insert wins; a duplicate means one exists.
-		_, err := tx.ExecContext(ctx, `INSERT INTO worker_layouts (cluster, epoch_ms, worker_bits) VALUES (?, ?, ?)`,
+	// Two statements, each committing on its own: the first instance's
+	// insert wins, a duplicate means one exists, and the row never changes
+	// after, so the read proves what the cluster's layout is.
+	err := d.retryRaces(ctx, "layout", func() error {
+		_, err := d.x.ExecContext(ctx, `INSERT INTO worker_layouts (cluster, epoch_ms, worker_bits) VALUES (?, ?, ?)`,
 			cluster, epochMS, workerBits)
 		if err != nil && !d.dialect.isDuplicate(err) {
 			return err
 		}
-		return sqlx.GetContext(ctx, tx, &have, `SELECT epoch_ms, worker_bits FROM worker_layouts WHERE cluster = ?`, cluster)
+		return d.x.GetContext(ctx, &have, `SELECT epoch_ms, worker_bits FROM worker_layouts WHERE cluster = ?`, cluster)
 	})
 	if err != nil {
 		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)

@@ -20,10 +20,6 @@ const (
 	maxHolder  = 255
 )
 
-// errLostRace: another acquirer wrote the worker ID between our look and our
-// write; Acquire looks again.
-var errLostRace = errors.New("lost the race for the worker ID")
-
 // leaseRow is one worker_leases row as read back.
 type leaseRow struct {
 	Token           string `db:"token"`
@@ -47,8 +43,9 @@ func (r leaseRow) lease(cluster string, workerID int64) workerlease.Lease {
 // are free (never leased, released, or expired by the database's clock) and
 // whose last_timestamp_ms is at most req.NowMS, the lowest; failing that,
 // the lowest free one. Two concurrent callers never get the same ID: the
-// grant is a compare-and-set on a row that is still free, or an insert of a
-// row that is still absent; a caller that loses looks again.
+// grant is one compare-and-set statement on a row that is still free, or an
+// insert of a row that is still absent, each committing on its own; a caller
+// that loses looks again at once (a bounded number of times).
 // Errors: workerlease.ErrNoWorkerID, workerlease.ErrInvalidToken,
 // workerlease.ErrInvalidWorkerID (negative MaxWorkerID).
 func (d *db) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
@@ -56,26 +53,23 @@ func (d *db) Acquire(ctx context.Context, req workerlease.AcquireRequest) (worke
 	if err == nil && req.MaxWorkerID < 0 {
 		err = workerlease.ErrInvalidWorkerID
 	}
-	for err == nil {
-		var l workerlease.Lease
-		if d.dialect.oneWriter {
-			err = d.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+	var l workerlease.Lease
+	if err == nil {
+		err = d.retryRaces(ctx, "acquire", func() (err error) {
+			if !d.dialect.oneWriter {
+				l, err = d.tryAcquire(ctx, d.x, req)
+				return err
+			}
+			return d.inTx(ctx, func(tx *sqlx.Tx) (err error) {
 				l, err = d.tryAcquire(ctx, tx, req)
 				return err
 			})
-		} else {
-			l, err = d.tryAcquire(ctx, d.x, req)
-		}
-		if err == nil {
-			return l, nil
-		}
-		if errors.Is(err, errLostRace) {
-			// Another caller's grant: this ends once the cluster is full,
-			// or when ctx does.
-			err = nil
-		}
+		})
 	}
-	return workerlease.Lease{}, fmt.Errorf("acquire worker ID in cluster %q: %w", req.Cluster, err)
+	if err != nil {
+		return workerlease.Lease{}, fmt.Errorf("acquire worker ID in cluster %q: %w", req.Cluster, err)
+	}
+	return l, nil
 }
 
 // tryAcquire looks for the preferred ID and claims it; errLostRace when
@@ -124,27 +118,18 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 	}
 }
 
-// claim runs one granting statement, then reads the lease back by its
-// token: the row can change meanwhile only if the new lease already expired
-// and was taken over, and then nothing was won. errLostRace when the
-// statement matched nothing, hit a row another caller just wrote, or the
+// claim runs one granting statement; its rows-affected alone proves the
+// grant (on MySQL it commits on its own: a transaction around it could be
+// aborted silently on a multi-primary cluster). The row is then read for the
+// values the database set (expires_at by its clock, last_timestamp_ms, the
+// new holder's floor); a token that is no longer ours there means the lease
+// expired and was taken over already, and nothing was won. errLostRace when
+// the statement matched nothing, hit a row another caller just wrote, or the
 // lease is gone.
 func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, workerID int64, token, stmt string, args ...any) (workerlease.Lease, error) {
-	if _, ok := e.(*sqlx.DB); ok {
-		// Statement and read-back in one short transaction: the read-back
-		// then comes from the primary that took the write, even behind a
-		// read/write-splitting proxy, and last_timestamp_ms, the new
-		// holder's floor, cannot come from a lagging replica.
-		var l workerlease.Lease
-		err := d.inTx(ctx, func(tx *sqlx.Tx) (err error) {
-			l, err = d.claim(ctx, tx, cluster, workerID, token, stmt, args...)
-			return err
-		})
-		return l, err
-	}
 	ok, err := execOne(ctx, e, stmt, args...)
 	switch {
-	case d.dialect.isLostRace(err), err == nil && !ok:
+	case d.lostRace(err), err == nil && !ok:
 		return workerlease.Lease{}, errLostRace
 	case err != nil:
 		return workerlease.Lease{}, err
@@ -161,33 +146,40 @@ func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, worke
 }
 
 // Renew extends the lease to the database's now + ttl and raises
-// last_timestamp_ms to lastTimestampMS if that is larger, by compare-and-set
-// on a token whose lease has not expired. Errors: workerlease.ErrNotAssigned,
-// workerlease.ErrTokenMismatch, workerlease.ErrLeaseExpired,
-// workerlease.ErrInvalidToken.
+// last_timestamp_ms to lastTimestampMS if that is larger, by one
+// compare-and-set statement on a token whose lease has not expired, which
+// commits on its own and alone proves the renewal. Errors:
+// workerlease.ErrNotAssigned, workerlease.ErrTokenMismatch,
+// workerlease.ErrLeaseExpired, workerlease.ErrInvalidToken.
 func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
 	var row leaseRow
-	var refused error
 	err := checkLeaseArgs(cluster, token, ttl)
 	if err == nil {
-		err = d.inTx(ctx, func(tx *sqlx.Tx) error {
-			ok, err := execOne(ctx, tx, d.q(`UPDATE worker_leases
+		err = d.retryRaces(ctx, "renew", func() error {
+			ok, err := execOne(ctx, d.x, d.q(`UPDATE worker_leases
 				SET expires_at = {now+ms}, last_timestamp_ms = {greatest}(last_timestamp_ms, ?)
 				WHERE cluster = ? AND worker_id = ? AND token = ? AND expires_at > {now}`),
 				ttl.Milliseconds(), lastTimestampMS, cluster, workerID, token)
 			if err != nil {
 				return err
 			}
-			found, err := readLease(ctx, tx, &row, cluster, workerID)
-			if err != nil || ok {
+			found, err := readLease(ctx, d.x, &row, cluster, workerID)
+			switch {
+			case err != nil:
+				return err
+			case ok && row.Token == token:
+				return nil
+			case ok:
+				// Renewed, yet the row now names another holder: the read
+				// came from a copy that lags. Claim nothing.
+				return workerlease.ErrTokenMismatch
+			}
+			refused := conflict(found, row.Token, token)
+			if err := d.keepHistory(ctx, d.x, refused, cluster, workerID, token, lastTimestampMS); err != nil {
 				return err
 			}
-			refused = conflict(found, row.Token, token)
-			return d.keepHistory(ctx, tx, refused, cluster, workerID, token, lastTimestampMS)
+			return refused
 		})
-	}
-	if err == nil {
-		err = refused
 	}
 	if err != nil {
 		return workerlease.Lease{}, fmt.Errorf("renew worker ID %d in cluster %q: %w", workerID, cluster, err)
@@ -201,7 +193,9 @@ func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token st
 func (d *db) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
 	err := checkLeaseArgs(cluster, token, time.Millisecond)
 	if err == nil {
-		err = d.release(ctx, cluster, workerID, token, lastTimestampMS)
+		err = d.retryRaces(ctx, "release", func() error {
+			return d.release(ctx, cluster, workerID, token, lastTimestampMS)
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("release worker ID %d in cluster %q: %w", workerID, cluster, err)

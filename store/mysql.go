@@ -22,8 +22,9 @@ var schemaMySQL string
 
 // MySQL error numbers (mysqld_error.h).
 const (
-	erDupEntry = 1062
-	erDeadlock = 1213
+	erDupEntry        = 1062
+	erLockWaitTimeout = 1205
+	erDeadlock        = 1213 // also Galera's certification failure
 )
 
 // Defaults for a DSN that sets no timeouts: without them a frozen server
@@ -51,7 +52,8 @@ var mysqlDialect = dialect{
 	),
 	isDuplicate: func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
 	isLostRace: func(err error) bool {
-		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock)
+		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock) ||
+			mysqlErrorIs(err, erLockWaitTimeout)
 	},
 }
 
@@ -76,7 +78,8 @@ type MySQL struct{ db }
 // format, e.g. "user:pass@tcp(host:3306)/idalloc") and checks that it
 // answers. Whatever the DSN says, it reads times as UTC (parseTime, loc=UTC,
 // session time_zone '+00:00') and counts matched rather than changed rows
-// (clientFoundRows), which the compare-and-set statements rely on; it adds
+// (clientFoundRows), which the compare-and-set statements rely on, and
+// interpolates arguments client-side (interpolateParams); it adds
 // dial/read/write timeouts of 3s/5s/5s where the DSN sets none. Errors: an
 // invalid DSN, an unreachable server, or a failed schema; none of them
 // contains the password.
@@ -116,6 +119,12 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.ClientFoundRows = true
+	// Arguments interpolated client-side: one round trip per statement
+	// instead of prepare, execute and close. Defence in depth, not the
+	// correctness argument: with a statement prepared in the middle of a
+	// transaction, Galera was seen to lose the abort of that transaction,
+	// and the statements after it ran in autocommit.
+	cfg.InterpolateParams = true
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

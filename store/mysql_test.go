@@ -22,7 +22,7 @@ func TestMySQLConfigForcesWhatTheStoreNeeds(t *testing.T) {
 		},
 		{
 			name: "contrary settings are overridden, timeouts kept",
-			dsn: "app:s3cret@tcp(db:3306)/idalloc?parseTime=false&loc=Local&clientFoundRows=false" +
+			dsn: "app:s3cret@tcp(db:3306)/idalloc?parseTime=false&loc=Local&clientFoundRows=false&interpolateParams=false" +
 				"&time_zone=%27%2B08%3A00%27&timeout=1s&readTimeout=2s&writeTimeout=4s",
 			wantTimeout: time.Second, wantRead: 2 * time.Second, wantWrite: 4 * time.Second,
 			wantDBName: "idalloc", wantUser: "app", wantPassword: "s3cret",
@@ -33,9 +33,9 @@ func TestMySQLConfigForcesWhatTheStoreNeeds(t *testing.T) {
 			if err != nil {
 				t.Fatalf("mysqlConfig: %v", err)
 			}
-			if !cfg.ParseTime || cfg.Loc != time.UTC || !cfg.ClientFoundRows {
-				t.Errorf("parseTime, loc, clientFoundRows = %v, %v, %v; want true, UTC, true",
-					cfg.ParseTime, cfg.Loc, cfg.ClientFoundRows)
+			if !cfg.ParseTime || cfg.Loc != time.UTC || !cfg.ClientFoundRows || !cfg.InterpolateParams {
+				t.Errorf("parseTime, loc, clientFoundRows, interpolateParams = %v, %v, %v, %v; want true, UTC, true, true",
+					cfg.ParseTime, cfg.Loc, cfg.ClientFoundRows, cfg.InterpolateParams)
 			}
 			if got, want := cfg.Params["time_zone"], "'+00:00'"; got != want {
 				t.Errorf("time_zone = %s, want %s", got, want)

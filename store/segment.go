@@ -5,54 +5,68 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/segment"
-	"github.com/jmoiron/sqlx"
 )
 
-// Fetch reserves the next range of tag in one transaction: it locks the row
-// and reads its step, adds delta to max_id unless that would pass
-// math.MaxInt64, reads max_id back, and commits. The range is returned only
-// after the commit succeeded. Errors: segment.ErrUnknownTag, segment.ErrExhausted.
+// Fetch reserves the next range of tag: it reads the row's max_id and step,
+// then moves max_id from the value read to that plus delta by one
+// compare-and-set statement that commits on its own. Exactly one row matched
+// proves the range (old, new] is this caller's, whatever happened around the
+// statement; no lock is taken and nothing is read back. A statement that
+// matched nothing, or that the database refused as a lost race (1213, 1205),
+// means another writer moved the row: Fetch reads again at once, a bounded
+// number of times. Errors: segment.ErrUnknownTag, segment.ErrExhausted (the
+// range would pass math.MaxInt64).
 func (d *db) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
 	var f segment.Fetched
-	err := d.inTx(ctx, func(tx *sqlx.Tx) error {
-		var rowStep int64
-		err := tx.GetContext(ctx, &rowStep, d.q(`SELECT step FROM segments WHERE app_tag = ? {for update}`), tag)
-		if errors.Is(err, sql.ErrNoRows) {
-			return segment.ErrUnknownTag
-		}
-		if err != nil {
-			return err
-		}
-		delta := step
-		if delta <= 0 {
-			delta = rowStep
-		}
-		if delta <= 0 {
-			// A hand-edited row; a zero-size range would stall the allocator.
-			return fmt.Errorf("row step %d is not positive", rowStep)
-		}
-		// The row is locked, so no match means only the overflow guard failed.
-		ok, err := execOne(ctx, tx, d.q(`UPDATE segments SET max_id = max_id + ?, update_time = {now}
-			WHERE app_tag = ? AND max_id <= 9223372036854775807 - ?`), delta, tag, delta)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return segment.ErrExhausted
-		}
-		if err := tx.GetContext(ctx, &f.MaxID, `SELECT max_id FROM segments WHERE app_tag = ?`, tag); err != nil {
-			return err
-		}
-		f.Size, f.Step = delta, rowStep
-		return nil
+	err := d.retryRaces(ctx, "fetch", func() (err error) {
+		f, err = d.tryFetch(ctx, tag, step)
+		return err
 	})
 	if err != nil {
 		return segment.Fetched{}, fmt.Errorf("fetch segment %q: %w", tag, err)
 	}
 	return f, nil
+}
+
+// tryFetch is one read and compare-and-set; errLostRace when another writer
+// moved max_id in between.
+func (d *db) tryFetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
+	var row struct {
+		MaxID int64 `db:"max_id"`
+		Step  int64 `db:"step"`
+	}
+	err := d.x.GetContext(ctx, &row, `SELECT max_id, step FROM segments WHERE app_tag = ?`, tag)
+	if errors.Is(err, sql.ErrNoRows) {
+		return segment.Fetched{}, segment.ErrUnknownTag
+	}
+	if err != nil {
+		return segment.Fetched{}, err
+	}
+	delta := step
+	if delta <= 0 {
+		delta = row.Step
+	}
+	if delta <= 0 {
+		// A hand-edited row; a zero-size range would stall the allocator.
+		return segment.Fetched{}, fmt.Errorf("row step %d is not positive", row.Step)
+	}
+	if row.MaxID > math.MaxInt64-delta {
+		return segment.Fetched{}, segment.ErrExhausted
+	}
+	newMax := row.MaxID + delta
+	ok, err := execOne(ctx, d.x, d.q(`UPDATE segments SET max_id = ?, update_time = {now}
+		WHERE app_tag = ? AND max_id = ?`), newMax, tag, row.MaxID)
+	if err != nil {
+		return segment.Fetched{}, err
+	}
+	if !ok {
+		return segment.Fetched{}, errLostRace
+	}
+	return segment.Fetched{MaxID: newMax, Size: delta, Step: row.Step}, nil
 }
 
 // GiveBack sets max_id of tag to newMax only if it still is oldMax.

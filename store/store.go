@@ -4,10 +4,14 @@
 //
 // Both drivers run the same statements apart from a few dialect fragments, so
 // they behave alike, and package storetest holds the conformance suite both
-// pass. The guarantees: a segment fetch is one transaction whose range is
-// returned only after its commit succeeded; leases are granted, renewed and
-// released by compare-and-set on the token, with expiry judged by the
-// database's clock, never the caller's.
+// pass. The guarantees: every write that decides who owns something (a
+// segment range, a worker lease) is a single compare-and-set statement that
+// commits on its own and whose rows-affected alone proves the outcome, so a
+// transaction silently aborted around it (as a multi-primary cluster such as
+// Galera may do to the loser of a certification race) can never hand out a
+// range or a lease twice; no result is trusted from a read-back after a write
+// or from a lock. Expiry is judged by the database's clock, never the
+// caller's. A lost race is retried at once (see retryRaces).
 package store
 
 import (
@@ -16,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
@@ -42,7 +47,8 @@ type dialect struct {
 	// isDuplicate reports a primary-key violation.
 	isDuplicate func(error) bool
 	// isLostRace reports an error meaning a concurrent writer won the row,
-	// so the caller may look again (a duplicate key, a deadlock victim).
+	// so the caller may look again (a duplicate key, a deadlock victim, a
+	// certification failure on a multi-primary cluster).
 	isLostRace func(error) bool
 	// oneWriter: the database runs one write transaction at a time (SQLite).
 	// Acquire then looks and claims in one transaction, which costs no
@@ -54,8 +60,9 @@ type dialect struct {
 
 // db is the SQL shared by MySQL and SQLite; they embed it.
 type db struct {
-	x       *sqlx.DB
-	dialect dialect
+	x          *sqlx.DB
+	dialect    dialect
+	onConflict atomic.Pointer[func(op string)] // see ObserveConflicts
 }
 
 // q expands a statement template for the dialect.
