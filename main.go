@@ -57,6 +57,7 @@ type dataStore interface {
 	segment.Store
 	workerlease.Store
 	leaseHistory
+	ObserveConflicts(func(op string))
 	Close() error
 }
 
@@ -110,6 +111,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	st.ObserveConflicts(metrics.StoreConflict)
 
 	alloc, err := segment.New(ctx, st, segment.Config{
 		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.tagRefresh, Observer: metrics, Logger: log,

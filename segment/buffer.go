@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type buffer struct {
 	rowStep   int64     // the row's own step: the adaptive step's floor
 	lastFetch time.Time // when the last successful fetch ended
 	retired   int64     // IDs issued from segments no longer current
+	// highWater is the end of the highest range fetched so far: a range
+	// that does not start above it overlaps one this instance had.
+	highWater int64
 	// poke cuts the fetch loop's backoff short when requests find nothing
 	// buffered (see demandRetry).
 	poke chan struct{}
@@ -224,14 +228,22 @@ func (b *buffer) fetchLoop() {
 		f, err := b.a.store.Fetch(ctx, b.tag, step)
 		cancel()
 		ended := b.a.now()
+		first := f.MaxID - f.Size + 1
+		switch {
+		case err != nil:
+		case first > MaxUsableID:
+			err = ErrExhausted
+		case first <= b.highWater: // only fetch loops use it, one at a time
+			err = fmt.Errorf("%w: got (%d, %d], had up to %d", ErrRewound, f.MaxID-f.Size, f.MaxID, b.highWater)
+		}
 		if obs := b.a.cfg.Observer; obs != nil {
 			obs.Fetched(b.tag, ended.Sub(began), err)
 		}
-		if err == nil && f.MaxID-f.Size+1 > MaxUsableID {
-			err = ErrExhausted
-		}
 
 		b.mu.Lock()
+		if errors.Is(err, ErrRewound) && !errors.Is(b.lastErr, ErrRewound) {
+			b.a.cfg.Logger.Error("segment fetch refused: range overlaps one already received", "app_tag", b.tag, "err", err)
+		}
 		b.lastTry = ended
 		// Log transitions only: a store down for an hour is two lines.
 		switch log := b.a.cfg.Logger; {
@@ -241,7 +253,8 @@ func (b *buffer) fetchLoop() {
 			log.Warn("segment fetch failed; retrying in the background", "app_tag", b.tag, "err", err)
 		}
 		if err == nil {
-			b.next = newSpan(f.MaxID-f.Size+1, min(f.MaxID, MaxUsableID))
+			b.next = newSpan(first, min(f.MaxID, MaxUsableID))
+			b.highWater = f.MaxID
 			b.step, b.rowStep, b.lastFetch = f.Size, f.Step, ended
 			b.failing, b.lastErr = false, nil
 		} else {

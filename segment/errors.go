@@ -18,6 +18,11 @@ var (
 	// ErrUnavailable: the IDs asked for are not buffered and the store did
 	// not deliver in time (or a store call failed).
 	ErrUnavailable = errors.New("the store is unreachable or too slow and the IDs asked for are not buffered")
+	// ErrRewound: the store handed out a range that does not start above
+	// every range this allocator already received for the tag, as a primary
+	// rewound by a failover would (its last max_id updates lost). Nothing is
+	// issued from such a range; the fetch is retried as after a fault.
+	ErrRewound = errors.New("the store handed out a range at or below one this instance already received (was the database rewound by a failover?); refusing it")
 	// ErrInvalidConfig: a negative Config field.
 	ErrInvalidConfig = errors.New("invalid segment config")
 	// ErrClosed: the allocator is closed (draining).

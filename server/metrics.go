@@ -24,6 +24,8 @@ const namespace = "idalloc"
 //	idalloc_ids_issued_total{mode="segment",app_tag} / {mode="snowflake"}
 //	idalloc_segment_fetches_total{app_tag}          fetch attempts, failed ones included
 //	idalloc_segment_fetch_errors_total{app_tag}
+//	idalloc_segment_ranges_refused_total{app_tag}   fetched ranges at or below one received before
+//	idalloc_store_conflicts_total{op}               lost races retried at once (fetch, acquire, …)
 //	idalloc_segment_fetch_duration_seconds{app_tag}
 //	idalloc_segment_ids_buffered{app_tag}
 //	idalloc_segment_step{app_tag}                   current adaptive step
@@ -37,6 +39,8 @@ const namespace = "idalloc"
 type Metrics struct {
 	fetches       *prometheus.CounterVec
 	fetchErrors   *prometheus.CounterVec
+	refused       *prometheus.CounterVec
+	conflicts     *prometheus.CounterVec
 	fetchDuration *prometheus.HistogramVec
 	givenBack     *prometheus.CounterVec
 	wasted        *prometheus.CounterVec
@@ -71,6 +75,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		fetches:     tagged("fetches_total", "Segment fetches from the store, failed ones included."),
 		fetchErrors: tagged("fetch_errors_total", "Segment fetches that failed."),
+		refused: tagged("ranges_refused_total",
+			"Fetched ranges refused because they did not start above every range this instance had received (a store rewound by a failover)."),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "store", Name: "conflicts_total",
+			Help: "Lost races with another writer of the same row, retried at once, by operation.",
+		}, []string{"op"}),
 		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "segment", Name: "fetch_duration_seconds",
 			Help: "Duration of segment fetches from the store.",
@@ -90,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.driftTooLarge = drift.WithLabelValues("too_large")
 
 	for _, c := range []prometheus.Collector{
-		m.fetches, m.fetchErrors, m.fetchDuration, m.givenBack, m.wasted, drift,
+		m.fetches, m.fetchErrors, m.refused, m.conflicts, m.fetchDuration, m.givenBack, m.wasted, drift,
 		stateCollector{m}, &m.http,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -115,10 +125,18 @@ func (m *Metrics) Fetched(tag string, took time.Duration, err error) {
 	m.fetchDuration.WithLabelValues(tag).Observe(took.Seconds())
 	// Resolved on success too, so the error series exists at 0 for rate().
 	errs := m.fetchErrors.WithLabelValues(tag)
+	refused := m.refused.WithLabelValues(tag)
 	if err != nil {
 		errs.Inc()
 	}
+	if errors.Is(err, segment.ErrRewound) {
+		refused.Inc()
+	}
 }
+
+// StoreConflict counts a lost race of op; wire it to the store's
+// ObserveConflicts. op comes from the store, never from a request.
+func (m *Metrics) StoreConflict(op string) { m.conflicts.WithLabelValues(op).Inc() }
 
 // DriftWaited counts a clock drift the snowflake generator waited out; wire
 // it to snowflake.Settings.OnDriftWait.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -30,6 +31,10 @@ func TestMetricsScrape(t *testing.T) {
 	rg.do(t, "GET", "/snowflake", "")
 	m.Fetched("order", 3*time.Millisecond, nil)
 	m.Fetched("order", time.Second, errors.New("timeout"))
+	m.Fetched("order", time.Millisecond, fmt.Errorf("%w: got (5, 15]", segment.ErrRewound))
+	m.StoreConflict("fetch")
+	m.StoreConflict("fetch")
+	m.StoreConflict("acquire")
 	m.Fetched("ghost3", time.Millisecond, segment.ErrUnknownTag)
 	m.Fetched("bad tag!", time.Millisecond, nil)
 	m.GaveBack("order", 10)
@@ -45,8 +50,11 @@ func TestMetricsScrape(t *testing.T) {
 		`idalloc_ids_issued_total{app_tag="",mode="snowflake"} 2`,
 		`idalloc_segment_ids_buffered{app_tag="order"} 42`,
 		`idalloc_segment_step{app_tag="order"} 2000`,
-		`idalloc_segment_fetches_total{app_tag="order"} 2`,
-		`idalloc_segment_fetch_errors_total{app_tag="order"} 1`,
+		`idalloc_segment_fetches_total{app_tag="order"} 3`,
+		`idalloc_segment_fetch_errors_total{app_tag="order"} 2`,
+		`idalloc_segment_ranges_refused_total{app_tag="order"} 1`,
+		`idalloc_store_conflicts_total{op="fetch"} 2`,
+		`idalloc_store_conflicts_total{op="acquire"} 1`,
 		`idalloc_segment_fetch_duration_seconds_bucket{app_tag="order",le=`,
 		`idalloc_segment_ids_given_back_total{app_tag="order"} 10`,
 		`idalloc_segment_ids_wasted_total{app_tag="order"} 5`,
