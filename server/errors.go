@@ -31,6 +31,9 @@ var (
 	errMethodNotAllowed = errors.New("method not allowed")
 	errUnauthorized     = errors.New("missing or wrong admin token")
 	errLoopbackOnly     = errors.New("admin call from a non-loopback client")
+	errForeignHost      = errors.New("admin call with a non-loopback Host")
+	errCrossOrigin      = errors.New("admin call with another Origin")
+	errCrossSite        = errors.New("admin call marked cross-site by Sec-Fetch-Site")
 	errNoSnowflake      = errors.New("snowflake disabled")
 	errNoLeases         = errors.New("worker-ID leases disabled")
 )
@@ -80,6 +83,11 @@ var errorTable = []struct {
 	{errMethodNotAllowed, answer{codeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed: see the Allow header"}},
 	{errUnauthorized, answer{codeUnauthorized, http.StatusUnauthorized, "missing or wrong admin token: send Authorization: Bearer <admin_token>"}},
 	{errLoopbackOnly, answer{codeUnauthorized, http.StatusUnauthorized, "admin calls are served to loopback clients only: configure admin_token"}},
+	// The three below say which header and what to do; none echoes the
+	// header's value, which the client already knows.
+	{errForeignHost, answer{codeUnauthorized, http.StatusUnauthorized, "admin call refused: its Host is not a loopback name; address this service as localhost, 127.0.0.1 or [::1], or configure admin_token"}},
+	{errCrossOrigin, answer{codeUnauthorized, http.StatusUnauthorized, "admin call refused: cross-origin request (its Origin header names another site); make admin calls from curl or a server-side client, not from a web page"}},
+	{errCrossSite, answer{codeUnauthorized, http.StatusUnauthorized, "admin call refused: cross-site request (Sec-Fetch-Site); make admin calls from curl or a server-side client, not from a web page"}},
 	{errNoSnowflake, answer{codeNoWorkerID, http.StatusConflict, "snowflake mode is not enabled on this instance"}},
 	{errNoLeases, answer{codeNoWorkerID, http.StatusConflict, "worker-ID leases are not enabled on this instance"}},
 }

@@ -316,7 +316,9 @@ type reply struct {
 func (r reply) code() any { return r.body["resp_code"] }
 
 // do sends one request through the router. body "" sends none; headers
-// come in name, value pairs.
+// come in name, value pairs; the pseudo-header X-Remote-Addr sets the
+// peer's address (default 192.0.2.1:1234), and Host the Host (default
+// example.com).
 func (rg *rig) do(tb testing.TB, method, target, body string, headers ...string) reply {
 	tb.Helper()
 	var rd io.Reader
@@ -330,6 +332,11 @@ func (rg *rig) do(tb testing.TB, method, target, body string, headers ...string)
 	if v := req.Header.Get("X-Remote-Addr"); v != "" {
 		req.RemoteAddr = v
 		req.Header.Del("X-Remote-Addr")
+	}
+	// net/http moves the Host header into req.Host; so does this.
+	if _, ok := req.Header["Host"]; ok {
+		req.Host = req.Header.Get("Host")
+		req.Header.Del("Host")
 	}
 	w := httptest.NewRecorder()
 	rg.srv.Handler().ServeHTTP(w, req)

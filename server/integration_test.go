@@ -94,7 +94,7 @@ func TestRealSegments(t *testing.T) {
 	if got := rg.do(t, "GET", "/health?app_tag=order", ""); got.code() != 0.0 || got.body["left"].(float64) < 9 {
 		t.Errorf("left: got %s", got.raw)
 	}
-	got = rg.do(t, "GET", "/tags", "")
+	got = rg.do(t, "GET", "/tags", "", adminAuth...)
 	if tags, _ := got.body["tags"].([]any); len(tags) != 2 || tags[0].(map[string]any)["app_tag"] != "order" {
 		t.Errorf("tags: got %s", got.raw)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -72,12 +73,21 @@ func escaped(s string) bool {
 	return false
 }
 
+// errSignedCount is for a count written with a sign: strconv.Atoi takes
+// "+5", and a raw "+5" in a query unescapes to " 5", which it refuses
+// with a message that would not say why. One spelling per number keeps a
+// cache, proxy or log that compares the text in step with what we serve.
+var errSignedCount = badParam("count", "write the digits alone, without '+' or spaces ('+' in a query string also reads as a space)")
+
 // countParam reads the optional count of a batch: absent is 0, otherwise an
-// integer from 1 to limit.
+// integer from 1 to limit, in digits alone.
 func countParam(raw string, limit int, invalid error) (int, error) {
 	v, found, err := queryParam(raw, "count")
 	if !found || err != nil {
 		return 0, err
+	}
+	if v != "" && (v[0] == '+' || v[0] == ' ') {
+		return 0, errSignedCount
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > limit {
@@ -122,7 +132,40 @@ func readObject(w http.ResponseWriter, r *http.Request, fields ...string) (objec
 			return nil, badParam("body", "unknown field")
 		}
 	}
+	// Every key is now one of fields, so it is safe to quote back.
+	if k, ok := duplicateKey(data); ok {
+		return nil, badParam("body", "field "+strconv.Quote(k)+" given twice: send each field once")
+	}
 	return o, nil
+}
+
+// duplicateKey returns the first top-level key that data, a JSON object,
+// repeats. encoding/json keeps the last of them, while a proxy, a WAF or a
+// log may read the first: the body would then create or renew something
+// other than what they saw. Keys compare after unescaping, so "app\u005ftag"
+// repeats "app_tag", as it would overwrite it.
+func duplicateKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // '{'
+		return "", false
+	}
+	seen := make(map[string]bool)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return k, true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // int64 reads an integer field; present is false when it is absent or null.

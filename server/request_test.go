@@ -72,3 +72,53 @@ func TestAppendIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestDuplicateKey(t *testing.T) {
+	tests := []struct {
+		body    string
+		wantKey string // "" means none
+	}{
+		{`{}`, ""},
+		{`{"a":1,"b":2}`, ""},
+		{`{"a":1,"a":2}`, "a"},
+		{`{"a":1,"b":2,"b":3,"a":4}`, "b"},
+		{`{"a":1,"\u0061":2}`, "a"},                     // the same key once unescaped
+		{`{"a":{"x":1,"x":2},"b":[{"y":1,"y":2}]}`, ""}, // only top-level keys decide
+		{`{"a":"\"a\":1","b":2}`, ""},                   // a key's text inside a value
+		{`{"A":1,"a":2}`, ""},                           // keys are case-sensitive, as readObject's fields
+	}
+	for _, tt := range tests {
+		got, ok := duplicateKey([]byte(tt.body))
+		if got != tt.wantKey || ok != (tt.wantKey != "") {
+			t.Errorf("duplicateKey(%s) = %q, %v; want %q, %v", tt.body, got, ok, tt.wantKey, tt.wantKey != "")
+		}
+	}
+}
+
+func TestCountParam(t *testing.T) {
+	invalid := badParam("count", "must be an integer from 1 to 10")
+	tests := []struct {
+		raw     string
+		want    int
+		wantErr error
+	}{
+		{"", 0, nil},
+		{"count=1", 1, nil},
+		{"count=10", 10, nil},
+		{"count=%31%30", 10, nil},
+		{"count=0", 0, invalid},
+		{"count=11", 0, invalid},
+		{"count=-1", 0, invalid},
+		{"count=%2B5", 0, errSignedCount}, // "+5", which strconv.Atoi takes
+		{"count=+5", 0, errSignedCount},   // " 5": '+' is a space in a query
+		{"count=%205", 0, errSignedCount}, // " 5" spelt out
+		{"count=5%20", 0, invalid},        // trailing: not a number either
+		{"count=%2B%2B5", 0, errSignedCount},
+	}
+	for _, tt := range tests {
+		got, err := countParam(tt.raw, 10, invalid)
+		if got != tt.want || err != tt.wantErr {
+			t.Errorf("countParam(%q) = %d, %v; want %d, %v", tt.raw, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, "/alloc", s.handleAlloc},
 		{http.MethodGet, "/health", s.handleHealth},
 		{http.MethodHead, "/health", s.handleHealth}, // load balancers probe with HEAD too
-		{http.MethodGet, "/tags", s.handleListTags},
+		{http.MethodGet, "/tags", s.adminIfToken(s.handleListTags)},
 		{http.MethodPost, "/tags", s.admin(s.handleCreateTag)},
 		{http.MethodGet, "/metrics", s.handleMetrics()},
 		{http.MethodGet, "/snowflake", s.handleSnowflake},

@@ -62,7 +62,7 @@ func TestLeft(t *testing.T) {
 
 func TestListTags(t *testing.T) {
 	rg := newRig(t, nil)
-	got := rg.do(t, "GET", "/tags", "")
+	got := rg.do(t, "GET", "/tags", "", adminAuth...)
 	if got.status != 200 || got.code() != 0.0 {
 		t.Fatalf("got %d %s, want 200 success", got.status, got.raw)
 	}
@@ -91,9 +91,9 @@ func TestCreateTag(t *testing.T) {
 		{name: "start and description", body: `{"app_tag":"new","step":10,"start":500,"description":"orders, ✓"}`, headers: adminAuth, wantStart: 500},
 		{name: "null start", body: `{"app_tag":"new","step":10,"start":null}`, headers: adminAuth, wantStart: 1},
 		{name: "loopback without admin token", body: `{"app_tag":"new","step":10}`,
-			headers: []string{"X-Remote-Addr", "127.0.0.1:5000"}, edit: func(c *Config, _ *Deps) { c.AdminToken = "" }, wantStart: 1},
+			headers: []string{"X-Remote-Addr", "127.0.0.1:5000", "Host", "127.0.0.1:8880"}, edit: func(c *Config, _ *Deps) { c.AdminToken = "" }, wantStart: 1},
 		{name: "IPv6 loopback", body: `{"app_tag":"new","step":10}`,
-			headers: []string{"X-Remote-Addr", "[::1]:5000"}, edit: func(c *Config, _ *Deps) { c.AdminToken = "" }, wantStart: 1},
+			headers: []string{"X-Remote-Addr", "[::1]:5000", "Host", "[::1]:8880"}, edit: func(c *Config, _ *Deps) { c.AdminToken = "" }, wantStart: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -87,9 +87,11 @@ type Deps struct {
 
 // Config tunes a Server. Zero values mean the documented defaults.
 type Config struct {
-	// AdminToken guards POST /tags and POST /workerid*: they need
-	// "Authorization: Bearer <AdminToken>". Empty means they are served to
-	// loopback clients only.
+	// AdminToken guards POST /tags, POST /workerid* and GET /tags: they
+	// need "Authorization: Bearer <AdminToken>". Empty means the POSTs are
+	// served to loopback clients that name a loopback Host, and GET /tags
+	// to anyone. Either way an admin call a browser marks as coming from
+	// another origin (Origin, Sec-Fetch-Site) is refused.
 	AdminToken string
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means 1000.
 	MaxBatch int
@@ -201,7 +203,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.handler = s.routes()
 
 	if s.adminToken == "" {
-		s.log.Warn("no admin_token configured: POST /tags and POST /workerid* are served to loopback clients only")
+		s.log.Warn("no admin_token configured: POST /tags and POST /workerid* are served to loopback clients only, addressed as localhost, 127.0.0.0/8 or [::1]")
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -71,14 +71,23 @@ func (s *Server) failSnowflake(w http.ResponseWriter, r *http.Request, err error
 	return s.fail(w, r, err)
 }
 
-var errBadID = badParam("id", "want a non-negative 64-bit integer")
+var (
+	errBadID    = badParam("id", "want a non-negative 64-bit integer")
+	errSignedID = badParam("id", "write the digits alone, without '+'")
+)
 
 // handleDecompose serves GET /snowflake/{id}.
 func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
 	if s.flake == nil {
 		return s.fail(w, r, errNoSnowflake)
 	}
-	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	raw := chi.URLParam(r, "id")
+	// ParseInt takes a sign; one spelling per ID keeps caches and logs
+	// keyed by the path in step with what we decode.
+	if raw != "" && raw[0] == '+' {
+		return s.fail(w, r, errSignedID)
+	}
+	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 0 {
 		return s.fail(w, r, errBadID)
 	}

@@ -45,7 +45,7 @@ func TestWorkerID(t *testing.T) {
 func TestWorkerIDLoopbackOnly(t *testing.T) {
 	rg := newRig(t, func(c *Config, _ *Deps) { c.AdminToken = "" })
 	body := `{"worker_id":7,"token":"` + goodToken + `"}`
-	if got := rg.do(t, "POST", "/workerid/release", body, "X-Remote-Addr", "127.0.0.2:9"); got.status != http.StatusOK {
+	if got := rg.do(t, "POST", "/workerid/release", body, "X-Remote-Addr", "127.0.0.2:9", "Host", "localhost:8880"); got.status != http.StatusOK {
 		t.Errorf("from loopback: %d %s, want 200", got.status, got.raw)
 	}
 	if got := rg.do(t, "POST", "/workerid/release", body, "X-Remote-Addr", "192.0.2.7:9"); got.status != http.StatusUnauthorized {
