@@ -12,6 +12,7 @@
 // and is stopped, by PID, when the test ends.
 //
 // The files: tools_test.go checks the configs with the tools that load them,
+// files_test.go what none of the tools checks in them,
 // dockerfile_test.go checks the Dockerfile and builds with its build line,
 // service_test.go runs that binary behind Prometheus and nginx (started by
 // stack_test.go), and this file holds what they share.

@@ -9,6 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,26 +37,56 @@ func TestPrometheusRules(t *testing.T) {
 
 func TestNginxConfig(t *testing.T) {
 	nginx := tool(t, "nginx")
-	conf := absPath(t, "nginx.conf")
+	orig := absPath(t, "nginx.conf")
 	tmp := t.TempDir()
+	// The upstream servers' resolve parameter needs nginx 1.27.3 or later
+	// (the compose image runs 1.28); an older nginx here checks a copy
+	// without that one parameter, and so does the fallback copy below.
+	conf := orig
+	if version, ok := nginxResolves(t, nginx); !ok {
+		s := readFile(t, orig)
+		for _, up := range []string{"idalloc1", "idalloc2"} {
+			s = replaceOnce(t, s, "server "+up+":8880 resolve ", "server "+up+":8880 ")
+		}
+		conf = filepath.Join(tmp, "nginx.conf")
+		writeFile(t, conf, s)
+		t.Logf("%s predates the resolve parameter of upstream servers (1.27.3): checking a copy without it", version)
+	}
 	// nginx resolves upstream hosts when it loads the file. Preferably the
-	// file is checked unchanged, with idalloc1/idalloc2 resolving through a
-	// private /etc/hosts in a mount namespace of its own (root only);
-	// otherwise a copy with those names replaced by 127.0.0.1 is checked.
+	// file is checked with idalloc1/idalloc2 resolving through a private
+	// /etc/hosts in a mount namespace of its own (root only); otherwise a
+	// copy with those names replaced by 127.0.0.1 is checked.
 	hosts := filepath.Join(tmp, "hosts")
 	writeFile(t, hosts, "127.0.0.1 localhost idalloc1 idalloc2\n")
 	check := []string{"-t", "-c", conf, "-e", filepath.Join(tmp, "error.log"), "-g", "pid " + filepath.Join(tmp, "nginx.pid") + ";"}
 	if unshare, ok := privateHosts(hosts); ok {
-		t.Logf("checking %s unchanged, upstream hosts from a private /etc/hosts", conf)
+		t.Logf("checking %s, upstream hosts from a private /etc/hosts", conf)
 		script := `mount --bind "$0" /etc/hosts && exec "$@"`
 		t.Log(run(t, 30*time.Second, tmp, nil, nil, unshare,
 			append([]string{"--mount", "--propagation", "private", "sh", "-c", script, hosts, nginx}, check...)...))
 		return
 	}
-	copyPath := nginxConfCopy(t, conf, tmp, "127.0.0.1:8880", "127.0.0.1:8880", "")
+	copyDir := subdir(t, tmp, "copy")
+	copyPath := nginxConfCopy(t, orig, copyDir, "127.0.0.1:8880", "127.0.0.1:8880", "")
 	t.Logf("no private mount namespace here: checking a copy with idalloc1/idalloc2 replaced by 127.0.0.1")
 	check[2] = copyPath
 	t.Log(run(t, 30*time.Second, tmp, nil, nil, nginx, check...))
+}
+
+// nginxResolves returns the version of the nginx at path and whether it
+// takes the resolve parameter of upstream servers (1.27.3 and later).
+func nginxResolves(t *testing.T, nginx string) (string, bool) {
+	t.Helper()
+	out := run(t, 10*time.Second, "", nil, nil, nginx, "-v")
+	m := regexp.MustCompile(`nginx/(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("nginx -v: no version in %q", out)
+	}
+	v := make([]int, 3)
+	for i := range v {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return m[0], slices.Compare(v, []int{1, 27, 3}) >= 0
 }
 
 // privateHosts reports whether this process may bind-mount a file over
@@ -69,14 +102,15 @@ func privateHosts(hosts string) (string, bool) {
 }
 
 // nginxConfCopy writes dir/nginx.conf, a copy of the nginx config src with
-// the upstream servers idalloc1:8880 and idalloc2:8880 replaced by up1 and
-// up2, the listener by listen unless that is empty, and the temp
-// directories moved under dir, and returns its path.
+// the upstream servers idalloc1:8880 and idalloc2:8880 replaced by the
+// addresses up1 and up2 (without the resolve parameter: there are no names
+// left to look up), the listener by listen unless that is empty, and the
+// temp directories moved under dir, and returns its path.
 func nginxConfCopy(t *testing.T, src, dir, up1, up2, listen string) string {
 	t.Helper()
 	s := readFile(t, src)
-	s = replaceOnce(t, s, "server idalloc1:8880", "server "+up1)
-	s = replaceOnce(t, s, "server idalloc2:8880", "server "+up2)
+	s = replaceOnce(t, s, "server idalloc1:8880 resolve", "server "+up1)
+	s = replaceOnce(t, s, "server idalloc2:8880 resolve", "server "+up2)
 	if listen != "" {
 		s = replaceOnce(t, s, "listen 8880;", "listen "+listen+";")
 	}
@@ -98,23 +132,18 @@ func tempPaths(dir string) string {
 
 func TestComposeConfig(t *testing.T) {
 	compose := tool(t, "docker-compose")
-	env := withoutEnv(os.Environ(), "MYSQL_PASSWORD", "MYSQL_ROOT_PASSWORD", "IDALLOC_ADMIN_TOKEN", "GRAFANA_ADMIN_PASSWORD")
+	env := withoutEnv(os.Environ(), composeSecrets...)
 	// Project directory = deploy/, so a developer's deploy/.env would leak
 	// into the check; point compose at an empty one instead.
 	emptyEnv := filepath.Join(t.TempDir(), "empty.env")
 	writeFile(t, emptyEnv, "")
 	args := []string{"--env-file", emptyEnv, "-f", "docker-compose.yml", "config"}
+	secrets := make([]string, len(composeSecrets))
+	for i, name := range composeSecrets {
+		secrets[i] = fmt.Sprintf("%s=pw-from-env-%d", name, i+1)
+	}
 
-	t.Run("placeholders", func(t *testing.T) {
-		run(t, 60*time.Second, ".", env, nil, compose, append(args, "-q")...)
-	})
 	t.Run("secrets come from the environment", func(t *testing.T) {
-		secrets := []string{
-			"MYSQL_PASSWORD=pw-from-env-1",
-			"MYSQL_ROOT_PASSWORD=pw-from-env-2",
-			"IDALLOC_ADMIN_TOKEN=pw-from-env-3",
-			"GRAFANA_ADMIN_PASSWORD=pw-from-env-4",
-		}
 		out := run(t, 60*time.Second, ".", append(env, secrets...), nil, compose, args...)
 		if strings.Contains(out, "change-me") {
 			t.Errorf("a placeholder survives with every secret set in the environment:\n%s", out)
@@ -130,5 +159,35 @@ func TestComposeConfig(t *testing.T) {
 				t.Errorf("%s does not reach the rendered config", s)
 			}
 		}
+		// One build, one image for every instance.
+		if n := strings.Count(out, "image: idalloc:local"); n != 2 {
+			t.Errorf("image idalloc:local is used by %d services, want 2 (idalloc1, idalloc2):\n%s", n, out)
+		}
+		if n := regexp.MustCompile(`(?m)^    build:`).FindAllStringIndex(out, -1); len(n) != 1 {
+			t.Errorf("%d services have a build, want 1 (idalloc1 builds idalloc:local for all):\n%s", len(n), out)
+		}
 	})
+
+	// No fallback: a stack started without deploy/.env must not run with a
+	// well-known admin token or password.
+	for i, name := range composeSecrets {
+		t.Run("refuses to start without "+name, func(t *testing.T) {
+			t.Parallel()
+			without := append(slices.Clone(env), secrets[:i]...)
+			without = append(without, secrets[i+1:]...)
+			for _, set := range [][]string{without, append(slices.Clone(without), name+"=")} {
+				out, err := runErr(60*time.Second, ".", set, nil, compose, append(args, "-q")...)
+				if err == nil {
+					t.Fatalf("docker-compose config accepts the file with %s unset or empty", name)
+				}
+				if want := "set " + name + " in deploy/.env"; !strings.Contains(out, want) {
+					t.Errorf("without %s, docker-compose says %q; want it to say %q", name, strings.TrimSpace(out), want)
+				}
+			}
+		})
+	}
 }
+
+// composeSecrets are the variables docker-compose.yml requires; MYSQL_PASSWORD
+// first, whose uses the test counts.
+var composeSecrets = []string{"MYSQL_PASSWORD", "MYSQL_ROOT_PASSWORD", "IDALLOC_ADMIN_TOKEN", "GRAFANA_ADMIN_PASSWORD"}

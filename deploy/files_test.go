@@ -1,0 +1,135 @@
+package deploy_test
+
+// Checks of the deploy files that none of the tools makes: every alert is
+// held for at least an evaluation and unit-tested both ways, nginx finds
+// recreated instances by itself, and compose has no obsolete version key.
+// They need no tool, so they run everywhere.
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAlertRulesFireOnTroubleOnly(t *testing.T) {
+	evalRe := regexp.MustCompile(`(?m)^\s*evaluation_interval: (\S+)$`)
+	interval := func(file string) time.Duration {
+		t.Helper()
+		m := evalRe.FindAllStringSubmatch(readFile(t, file), -1)
+		if len(m) != 1 {
+			t.Fatalf("%s: want one evaluation_interval, found %d", file, len(m))
+		}
+		return promDuration(t, file, m[0][1])
+	}
+	eval := interval("prometheus.yml")
+	if got := interval("alerts.test.yml"); got != eval {
+		t.Errorf("alerts.test.yml evaluates every %s, prometheus.yml every %s: the unit tests must run the rules as Prometheus does", got, eval)
+	}
+
+	// The rules, each from its "- alert:" line to the next.
+	rules := readFile(t, "alerts.yml")
+	starts := regexp.MustCompile(`(?m)^\s*- alert: (\S+)$`).FindAllStringSubmatchIndex(rules, -1)
+	if len(starts) == 0 {
+		t.Fatal("alerts.yml has no alert rules")
+	}
+	forRe := regexp.MustCompile(`(?m)^\s+for: (\S+)$`)
+	var alerts []string
+	for i, st := range starts {
+		end := len(rules)
+		if i+1 < len(starts) {
+			end = starts[i+1][0]
+		}
+		name := rules[st[2]:st[3]]
+		alerts = append(alerts, name)
+		// A condition seen on one evaluation only is a blip, not trouble.
+		m := forRe.FindStringSubmatch(rules[st[0]:end])
+		if m == nil {
+			t.Errorf("alert %s has no for:, so it fires on a single evaluation", name)
+			continue
+		}
+		if d := promDuration(t, "alerts.yml", m[1]); d < eval {
+			t.Errorf("alert %s: for: %s is shorter than the evaluation interval %s", name, m[1], eval)
+		}
+	}
+
+	// The unit tests, each from its "- eval_time:" line to the next (or to
+	// the next test group).
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	tests := readFile(t, "alerts.test.yml")
+	cases := regexp.MustCompile(`(?m)^\s*- eval_time:`).FindAllStringIndex(tests, -1)
+	nameRe := regexp.MustCompile(`(?m)^\s+alertname: (\S+)$`)
+	groupRe := regexp.MustCompile(`(?m)^  - name:`)
+	for i, c := range cases {
+		end := len(tests)
+		if i+1 < len(cases) {
+			end = cases[i+1][0]
+		}
+		body := tests[c[0]:end]
+		if g := groupRe.FindStringIndex(body); g != nil {
+			body = body[:g[0]]
+		}
+		m := nameRe.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("alerts.test.yml: a case without alertname:\n%s", body)
+		}
+		if strings.Contains(body, "exp_labels:") {
+			fires[m[1]] = true
+		} else {
+			quiet[m[1]] = true
+		}
+	}
+	for _, a := range alerts {
+		if !fires[a] {
+			t.Errorf("alerts.test.yml has no case where %s fires", a)
+		}
+		if !quiet[a] {
+			t.Errorf("alerts.test.yml has no case where %s must stay quiet (an eval_time without exp_alerts)", a)
+		}
+	}
+}
+
+// promDuration parses the Prometheus durations the deploy files use (Go's
+// syntax covers them: 15s, 1m, 2m30s).
+func promDuration(t *testing.T, file, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("%s: duration %q: %v", file, s, err)
+	}
+	return d
+}
+
+// TestNginxFindsRecreatedInstances: a recreated container has a new
+// address, which nginx must look up again by itself, through Docker's DNS,
+// rather than keep the one it resolved at start until `nginx -s reload`.
+func TestNginxFindsRecreatedInstances(t *testing.T) {
+	conf := readFile(t, "nginx.conf")
+	if !regexp.MustCompile(`(?m)^\s*resolver 127\.0\.0\.11 valid=\d+s\b`).MatchString(conf) {
+		t.Error("nginx.conf has no `resolver 127.0.0.11 valid=…` (Docker's DNS, with a short cache)")
+	}
+	m := regexp.MustCompile(`(?s)upstream idalloc \{(.*?)\n\s*\}`).FindStringSubmatch(conf)
+	if m == nil {
+		t.Fatal("nginx.conf has no upstream idalloc block")
+	}
+	if !regexp.MustCompile(`(?m)^\s*zone \S+ \S+;`).MatchString(m[1]) {
+		t.Error("upstream idalloc has no zone: servers that resolve must live in shared memory")
+	}
+	servers := regexp.MustCompile(`(?m)^\s*server (\S+)(.*);`).FindAllStringSubmatch(m[1], -1)
+	if len(servers) < 2 {
+		t.Fatalf("upstream idalloc has %d servers, want the two instances", len(servers))
+	}
+	for _, s := range servers {
+		if !strings.Contains(" "+s[2]+" ", " resolve ") {
+			t.Errorf("upstream server %s is resolved once, at start: add the resolve parameter", s[1])
+		}
+	}
+}
+
+// TestComposeFile: the version key is obsolete in the Compose Specification
+// and compose v2 warns about it.
+func TestComposeFile(t *testing.T) {
+	if regexp.MustCompile(`(?m)^version:`).MatchString(readFile(t, "docker-compose.yml")) {
+		t.Error("docker-compose.yml has a top-level version: key; the Compose Specification has none")
+	}
+}
