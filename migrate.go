@@ -5,42 +5,88 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
 
-// migrateMain is `idalloc migrate`: it carries every tag from one store to
-// another so that no ID repeats after the move. For each source row the
-// target's max_id is raised to at least the source's (never lowered), by the
-// same UPDATE max_id = max_id + delta a fetch uses; missing rows are created.
-// Run it with every instance on the source stopped (gracefully, so their
-// unused IDs are back in the source first).
+// migrateUsage heads the flag list of `idalloc migrate -h`.
+const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|leaf] [-from-dsn DSN]
+                       [-to-driver mysql|sqlite] -to-dsn DSN [-init-schema]
+
+Carries every tag from one store to another so that no ID repeats after the
+move: on the target, a tag's max_id is raised to at least the source's (never
+lowered), and a missing tag is created; each cluster's snowflake layout and
+each worker ID's last timestamp are carried over too. It prints one line per
+tag, and running it again is harmless. Stop every instance on the source
+first, gracefully, so that their unused IDs are back in it.
+
+The source is opened read-only and never written, so a file or database this
+user may only read will do:
+  sqlite  an idalloc SQLite file, opened with mode=ro.
+  mysql   an idalloc MySQL/MariaDB database (segments, worker_leases,
+          worker_layouts), read in READ ONLY sessions.
+  leaf    a Meituan Leaf database on MySQL: its leaf_alloc table. Each
+          biz_tag becomes a tag with Leaf's max_id, step and description;
+          Leaf hands out IDs below max_id, so idalloc continues above every
+          ID Leaf issued. Stop Leaf's servers first.
+
+A tag idalloc cannot take (a name outside ^[A-Za-z0-9_.:-]{1,64}$, a step
+below 1, a max_id out of range) is not migrated: each is listed with the
+reason, every other tag is migrated, and the command exits with status 1.
+Create such a tag under a name idalloc accepts, with "start" above its
+max_id (POST /tags), and point its clients there.
+
+A MySQL target must have idalloc's tables. -init-schema applies schema.sql
+first (creating missing tables and the test_business row) and turns the
+TIMESTAMP columns an older schema left into DATETIME(3); without it, a
+target with TIMESTAMP columns is refused with the ALTER TABLE that fixes it.
+
+Flags:
+`
+
+// migrateMain is `idalloc migrate`; see migrateUsage.
 func migrateMain(args []string) error {
+	err := migrate(args, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage was asked for and printed
+	}
+	return err
+}
+
+func migrate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("idalloc migrate", flag.ContinueOnError)
-	fromDriver := fs.String("from-driver", "sqlite", "source driver: sqlite or mysql")
-	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN")
-	toDriver := fs.String("to-driver", "mysql", "target driver: sqlite or mysql")
-	toDSN := fs.String("to-dsn", "", "target DSN")
-	initSchema := fs.Bool("init-schema", false, "apply schema.sql to a MySQL target first")
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), migrateUsage)
+		fs.PrintDefaults()
+	}
+	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, or leaf (a Leaf leaf_alloc table on MySQL)")
+	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf (required for those)")
+	toDriver := fs.String("to-driver", "mysql", "target driver: mysql or sqlite")
+	toDSN := fs.String("to-dsn", "", "target DSN (required)")
+	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables and turn TIMESTAMP columns into DATETIME(3)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if *toDSN == "" {
 		return errors.New("-to-dsn is required")
 	}
-	if *fromDriver == "sqlite" {
-		// Opening a SQLite path creates the file: a mistyped source would
-		// migrate nothing and look like success.
-		if _, err := os.Stat(*fromDSN); err != nil {
-			return fmt.Errorf("source: %w", err)
-		}
+	fromDSNSet := false
+	fs.Visit(func(f *flag.Flag) { fromDSNSet = fromDSNSet || f.Name == "from-dsn" })
+	if !fromDSNSet && *fromDriver != "sqlite" {
+		return fmt.Errorf("-from-dsn is required with -from-driver %s", *fromDriver)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	from, err := openStore(ctx, *fromDriver, *fromDSN, false)
+	from, err := openSource(ctx, *fromDriver, *fromDSN)
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)
 	}
@@ -50,11 +96,43 @@ func migrateMain(args []string) error {
 		return fmt.Errorf("open target: %w", err)
 	}
 	defer to.Close()
-	report := func(line string) { fmt.Fprintln(os.Stdout, line) }
-	if err := migrateTags(ctx, from, to, report); err != nil {
+	report := func(line string) { fmt.Fprintln(stdout, line) }
+	tagsErr := migrateTags(ctx, from, to, report)
+	var refused refusedTagsError
+	if tagsErr != nil && !errors.As(tagsErr, &refused) {
+		return tagsErr
+	}
+	// The valid tags moved; so does the worker-ID history, whatever was
+	// refused.
+	if err := migrateLeases(ctx, from, to, report); err != nil {
 		return err
 	}
-	return migrateLeases(ctx, from, to, report)
+	return tagsErr
+}
+
+// source is what migrate reads: a store.ReadOnly.
+type source interface {
+	tagSource
+	historySource
+	Close() error
+}
+
+// tagSource is the part of a source migrateTags reads.
+type tagSource interface {
+	Tags(ctx context.Context) ([]segment.Tag, error)
+}
+
+// openSource opens the source read-only: migrate never writes to it.
+func openSource(ctx context.Context, driver, dsn string) (source, error) {
+	switch driver {
+	case "sqlite":
+		return store.OpenSQLiteReadOnly(ctx, dsn)
+	case "mysql":
+		return store.OpenMySQLReadOnly(ctx, dsn)
+	case "leaf":
+		return store.OpenLeaf(ctx, dsn)
+	}
+	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql or leaf)", driver)
 }
 
 // leaseHistory is the part of a store that carries worker-ID history over.
@@ -65,11 +143,17 @@ type leaseHistory interface {
 	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 }
 
+// historySource is the part of a source migrateLeases reads.
+type historySource interface {
+	LeaseTimestamps(ctx context.Context) ([]store.LeaseTimestamp, error)
+	Layouts(ctx context.Context) ([]store.ClusterLayout, error)
+}
+
 // migrateLeases carries every cluster's snowflake layout (a target already
 // using another one is refused) and every worker ID's last_timestamp_ms over,
 // so a new holder on the target starts after the old holders' last
 // timestamp even if its clock is behind.
-func migrateLeases(ctx context.Context, from, to leaseHistory, report func(string)) error {
+func migrateLeases(ctx context.Context, from historySource, to leaseHistory, report func(string)) error {
 	layouts, err := from.Layouts(ctx)
 	if err != nil {
 		return err
@@ -92,7 +176,17 @@ func migrateLeases(ctx context.Context, from, to leaseHistory, report func(strin
 	return nil
 }
 
-func migrateTags(ctx context.Context, from, to segment.Store, report func(string)) error {
+// refusedTagsError reports the source tags that were not migrated; each was
+// listed in the report with its reason.
+type refusedTagsError struct{ refused, total int }
+
+func (e refusedTagsError) Error() string {
+	return fmt.Sprintf("%d of %d tags not migrated (listed above, each with the reason); every other tag was", e.refused, e.total)
+}
+
+// migrateTags carries every tag idalloc can take, reports each one it
+// cannot with the reason, and then returns a refusedTagsError if any was.
+func migrateTags(ctx context.Context, from tagSource, to segment.Store, report func(string)) error {
 	src, err := from.Tags(ctx)
 	if err != nil {
 		return fmt.Errorf("read source tags: %w", err)
@@ -105,7 +199,15 @@ func migrateTags(ctx context.Context, from, to segment.Store, report func(string
 	for _, t := range dst {
 		have[t.AppTag] = t
 	}
+	refused := 0
 	for _, t := range src {
+		if why := refusal(t); why != "" {
+			// %q: the name is the source's, not checked, and may hold
+			// anything a terminal would act on.
+			report(fmt.Sprintf("%q: NOT MIGRATED: %s", t.AppTag, why))
+			refused++
+			continue
+		}
 		cur, ok := have[t.AppTag]
 		var line string
 		switch {
@@ -123,7 +225,31 @@ func migrateTags(ctx context.Context, from, to segment.Store, report func(string
 		}
 		report(line)
 	}
+	if refused > 0 {
+		return refusedTagsError{refused: refused, total: len(src)}
+	}
 	return nil
+}
+
+// refusal says why idalloc cannot take t as it is, or "" when it can.
+func refusal(t segment.Tag) string {
+	switch {
+	case t.AppTag == "":
+		return "empty name"
+	case len(t.AppTag) > 64:
+		return fmt.Sprintf("name longer than idalloc's 64 characters (%d bytes)", len(t.AppTag))
+	case !segment.ValidTag(t.AppTag):
+		return "name has a character outside [A-Za-z0-9_.:-]"
+	case t.Step < 1:
+		return fmt.Sprintf("step %d is below 1", t.Step)
+	case t.MaxID < 0:
+		return fmt.Sprintf("max_id %d is negative", t.MaxID)
+	case t.MaxID >= segment.MaxUsableID:
+		return fmt.Sprintf("max_id %d leaves no ID up to idalloc's highest, %d", t.MaxID, segment.MaxUsableID)
+	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
+		return fmt.Sprintf("description longer than %d characters", segment.MaxDescription)
+	}
+	return ""
 }
 
 // raise advances tag's max_id on st to at least want, from a read of have.

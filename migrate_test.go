@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -103,5 +110,219 @@ func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
 				t.Fatalf("target CheckLayout with other worker bits = %v, want ErrLayoutMismatch", err)
 			}
 		})
+	}
+}
+
+// leafTable is the DDL in the README of Meituan-Dianping/Leaf.
+const leafTable = `CREATE TABLE leaf_alloc (
+  biz_tag     varchar(128) NOT NULL DEFAULT '',
+  max_id      bigint(20)   NOT NULL DEFAULT '1',
+  step        int(11)      NOT NULL,
+  description varchar(256) DEFAULT NULL,
+  update_time timestamp    NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+  PRIMARY KEY (biz_tag)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// mysqlDB opens dsn outside any store, closed at t's cleanup.
+func mysqlDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// A Leaf deployment moves to idalloc: every tag idalloc can take continues
+// above every ID Leaf issued (Leaf hands out IDs below max_id); the others
+// are listed with the reason and the command fails; Leaf's table is only
+// read.
+func TestMigrateFromLeaf(t *testing.T) {
+	leafDSN := storetest.MySQLDSN(t)
+	leaf := mysqlDB(t, leafDSN)
+	tooLong := strings.Repeat("a", 65)
+	for _, stmt := range []string{leafTable, `INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES
+		('order', 5001, 1000, 'orders'), ('user.profile', 1, 10, NULL),
+		('订单', 3000, 100, 'zh'), ('has space', 10, 10, ''), ('` + tooLong + `', 1, 1, ''), ('zero_step', 100, 0, '')`} {
+		if _, err := leaf.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	wantRefused := map[string]string{
+		`"订单"`:              "name has a character outside [A-Za-z0-9_.:-]",
+		`"has space"`:       "name has a character outside [A-Za-z0-9_.:-]",
+		`"` + tooLong + `"`: "name longer than idalloc's 64 characters (65 bytes)",
+		`"zero_step"`:       "step 0 is below 1",
+	}
+	for _, target := range storetest.Drivers() {
+		t.Run(target.Name, func(t *testing.T) {
+			ctx := t.Context()
+			toDB := target.NewDB(t)
+			cmd := []string{"-from-driver", "leaf", "-from-dsn", leafDSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
+			for run := 1; run <= 2; run++ { // the second run is harmless too
+				var out strings.Builder
+				err := migrate(cmd, &out, io.Discard)
+				var refused refusedTagsError
+				if !errors.As(err, &refused) || refused.refused != 4 || refused.total != 6 {
+					t.Fatalf("run %d: migrate error = %v, want 4 of 6 tags refused", run, err)
+				}
+				for name, why := range wantRefused {
+					if line := name + ": NOT MIGRATED: " + why; !strings.Contains(out.String(), line) {
+						t.Errorf("run %d: output lacks %q:\n%s", run, line, out.String())
+					}
+				}
+			}
+
+			to := toDB.Open(t)
+			tags, err := to.Tags(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tg := range tags {
+				names = append(names, tg.AppTag)
+			}
+			if got, want := strings.Join(names, " "), "order test_business user.profile"; got != want {
+				t.Errorf("target tags got %s, want %s", got, want)
+			}
+			a, err := segment.New(ctx, to, segment.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close(ctx)
+			for tag, want := range map[string]int64{"order": 5002, "user.profile": 2} {
+				if id, err := a.Next(ctx, tag); err != nil || id != want {
+					t.Errorf("%s: first ID after the move got %d, %v; want %d", tag, id, err, want)
+				}
+			}
+		})
+	}
+	var maxID int64
+	if err := leaf.QueryRowContext(t.Context(), `SELECT max_id FROM leaf_alloc WHERE biz_tag = 'order'`).Scan(&maxID); err != nil || maxID != 5001 {
+		t.Errorf("Leaf's max_id of order got %d, %v; want 5001 as before", maxID, err)
+	}
+}
+
+// The Docker recipe: a SQLite file this user may only read (mode 0444, in a
+// read-only directory) migrates, and stays byte for byte as it was.
+func TestMigrateFromReadOnlySQLiteFile(t *testing.T) {
+	for _, target := range storetest.Drivers() {
+		t.Run(target.Name, func(t *testing.T) {
+			ctx := t.Context()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "idalloc.db")
+			from, err := store.OpenSQLite(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := from.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 10, Start: 101}); err != nil {
+				t.Fatal(err)
+			}
+			if err := from.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o444); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, 0o555); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			toDB := target.NewDB(t)
+			err = migrate([]string{"-from-driver", "sqlite", "-from-dsn", path, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN},
+				io.Discard, io.Discard)
+			if err != nil {
+				t.Fatalf("migrate: %v", err)
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Error("the source file changed")
+			}
+			a, err := segment.New(ctx, toDB.Open(t), segment.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close(ctx)
+			if id, err := a.Next(ctx, "order"); err != nil || id != 101 {
+				t.Errorf("first ID after the move got %d, %v; want 101", id, err)
+			}
+		})
+	}
+}
+
+// -init-schema prepares an empty MySQL target; without it the move fails
+// before writing anything.
+func TestMigrateInitSchemaPreparesTheTarget(t *testing.T) {
+	fromDB := storetest.SQLite().NewDB(t)
+	toDSN := storetest.MySQLDSN(t) // an empty database
+	cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", "mysql", "-to-dsn", toDSN}
+	if err := migrate(cmd, io.Discard, io.Discard); err == nil {
+		t.Fatal("migrate to a database without tables: no error")
+	}
+	if err := migrate(append(cmd, "-init-schema"), io.Discard, io.Discard); err != nil {
+		t.Fatalf("migrate -init-schema: %v", err)
+	}
+}
+
+func TestMigrateUsage(t *testing.T) {
+	var usage strings.Builder
+	if err := migrate([]string{"-h"}, io.Discard, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("migrate -h: error = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "leaf_alloc", "read-only"} {
+		if !strings.Contains(usage.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, usage.String())
+		}
+	}
+	if err := migrateMain([]string{"-h"}); err != nil {
+		t.Errorf("migrateMain -h = %v, want nil (asking for the usage is no failure)", err)
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		tag  segment.Tag
+		want string
+	}{
+		{segment.Tag{AppTag: "order", Step: 1}, ""},
+		{segment.Tag{AppTag: "a.b:c-d_E9", Step: 1, MaxID: segment.MaxUsableID - 1}, ""},
+		{segment.Tag{AppTag: "", Step: 1}, "empty name"},
+		{segment.Tag{AppTag: "a/b", Step: 1}, "name has a character outside [A-Za-z0-9_.:-]"},
+		{segment.Tag{AppTag: "ok", Step: -5}, "step -5 is below 1"},
+		{segment.Tag{AppTag: "ok", Step: 1, MaxID: -1}, "max_id -1 is negative"},
+		{segment.Tag{AppTag: "ok", Step: 1, MaxID: segment.MaxUsableID}, "max_id 9223372032559808511 leaves no ID up to idalloc's highest, 9223372032559808511"},
+		{segment.Tag{AppTag: "ok", Step: 1, Description: strings.Repeat("é", 257)}, "description longer than 256 characters"},
+	} {
+		if got := refusal(tc.tag); got != tc.want {
+			t.Errorf("refusal(%+v) got %q, want %q", tc.tag, got, tc.want)
+		}
+	}
+}
+
+func TestMigrateFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-from-dsn", "x.db"}, "-to-dsn is required"},
+		{[]string{"-from-driver", "leaf", "-to-dsn", "t.db", "-to-driver", "sqlite"}, "-from-dsn is required with -from-driver leaf"},
+		{[]string{"-from-driver", "mysql", "-to-dsn", "t.db", "-to-driver", "sqlite"}, "-from-dsn is required with -from-driver mysql"},
+		{[]string{"-from-driver", "pg", "-from-dsn", "x", "-to-dsn", "t.db", "-to-driver", "sqlite"}, `unknown driver "pg"`},
+		{[]string{"-to-dsn", "t.db", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-from-dsn", filepath.Join(t.TempDir(), "missing.db"), "-to-dsn", "t.db", "-to-driver", "sqlite"}, "no such file"},
+	} {
+		err := migrate(tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("migrate %q: error = %v, want one containing %q", tc.args, err, tc.want)
+		}
 	}
 }

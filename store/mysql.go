@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -44,17 +45,23 @@ const (
 )
 
 var mysqlDialect = dialect{
-	expand: strings.NewReplacer(
-		"{now}", "NOW(3)",
-		"{now+ms}", "(NOW(3) + INTERVAL (? * 1000) MICROSECOND)",
-		"{greatest}", "GREATEST",
-		"{for update}", "FOR UPDATE",
-	),
+	expand:      mysqlExpand("NOW(3)"),
 	isDuplicate: func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
 	isLostRace: func(err error) bool {
 		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock) ||
 			mysqlErrorIs(err, erLockWaitTimeout)
 	},
+}
+
+// mysqlExpand is the MySQL placeholder expansion with now as the clock;
+// tests substitute a fixed time for NOW(3).
+func mysqlExpand(now string) *strings.Replacer {
+	return strings.NewReplacer(
+		"{now}", now,
+		"{now+ms}", "("+now+" + INTERVAL (? * 1000) MICROSECOND)",
+		"{greatest}", "GREATEST",
+		"{for update}", "FOR UPDATE",
+	)
 }
 
 func mysqlErrorIs(err error, number uint16) bool {
@@ -65,8 +72,12 @@ func mysqlErrorIs(err error, number uint16) bool {
 // MySQLOptions tunes OpenMySQL.
 type MySQLOptions struct {
 	// InitSchema applies schema.sql (creating missing tables and the
-	// test_business row) before OpenMySQL returns. Without it the tables must
-	// exist; a seed-style segments table works as it is.
+	// test_business row) and turns any TIMESTAMP column of idalloc's tables
+	// into DATETIME(3) before OpenMySQL returns. Without it the tables must
+	// exist with DATETIME columns: a table with a TIMESTAMP column (from an
+	// older schema.sql) is refused with ErrOutdatedSchema, naming the ALTER
+	// TABLE that fixes it. A table made by another ID service (Leaf's
+	// leaf_alloc) is not used: idalloc migrate carries its rows over.
 	InitSchema bool
 }
 
@@ -81,32 +92,74 @@ type MySQL struct{ db }
 // (clientFoundRows), which the compare-and-set statements rely on, and
 // interpolates arguments client-side (interpolateParams); it adds
 // dial/read/write timeouts of 3s/5s/5s where the DSN sets none. Errors: an
-// invalid DSN, an unreachable server, or a failed schema; none of them
-// contains the password.
+// invalid DSN, an unreachable server, a failed schema, or ErrOutdatedSchema
+// (see MySQLOptions.InitSchema); none of them contains the password.
 func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, error) {
 	cfg, err := mysqlConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := mysql.NewConnector(cfg)
+	x, err := mysqlPool(cfg, false)
 	if err != nil {
-		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+		return nil, err
 	}
-	x := sqlx.NewDb(sql.OpenDB(conn), "mysql")
-	x.SetMaxOpenConns(mysqlMaxOpenConns)
-	x.SetMaxIdleConns(mysqlMaxIdleConns)
-	x.SetConnMaxLifetime(mysqlConnMaxLifetime)
 	m := &MySQL{db{x: x, dialect: mysqlDialect}}
 
 	err = m.Ping(ctx)
-	if err == nil && opts.InitSchema {
-		err = applySchema(ctx, x, schemaMySQL)
+	switch {
+	case err == nil && opts.InitSchema:
+		if err = applySchema(ctx, x, schemaMySQL); err == nil {
+			err = m.upgradeDatetime(ctx)
+		}
+	case err == nil:
+		err = m.checkDatetime(ctx)
 	}
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	return m, nil
+}
+
+// mysqlPool makes the connection pool for cfg. With readOnly every
+// connection runs SET SESSION TRANSACTION READ ONLY before its first use,
+// so the server itself refuses any write through it (error 1792).
+func mysqlPool(cfg *mysql.Config, readOnly bool) (*sqlx.DB, error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	if readOnly {
+		conn = readOnlyConnector{conn}
+	}
+	x := sqlx.NewDb(sql.OpenDB(conn), "mysql")
+	x.SetMaxOpenConns(mysqlMaxOpenConns)
+	x.SetMaxIdleConns(mysqlMaxIdleConns)
+	x.SetConnMaxLifetime(mysqlConnMaxLifetime)
+	return x, nil
+}
+
+// readOnlyConnector makes each new connection's session read-only. The
+// statement is the same on MySQL and MariaDB, unlike the variable behind it
+// (transaction_read_only, tx_read_only), so it cannot go in the DSN.
+type readOnlyConnector struct{ driver.Connector }
+
+// Connect implements driver.Connector.
+func (c readOnlyConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("mysql connection %T cannot execute statements", conn)
+	}
+	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION READ ONLY", nil); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("set session read-only: %w", err)
+	}
+	return conn, nil
 }
 
 // mysqlConfig parses dsn and forces the settings the store relies on.

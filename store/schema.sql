@@ -6,6 +6,13 @@
 -- "order" are two tags, and a lease token differing only in case is a
 -- different token, as on the embedded SQLite store.
 --
+-- Times are DATETIME(3) in UTC (idalloc sets the session time_zone to
+-- '+00:00'), never TIMESTAMP, which cannot hold a time after 2038-01-19
+-- 03:14:07 UTC and would then stop every fetch. idalloc -init-schema turns
+-- the TIMESTAMP columns of a table created by an older schema into
+-- DATETIME(3); without it, a start on such a table fails and names the
+-- ALTER TABLE that does it.
+--
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
 
@@ -14,7 +21,7 @@ CREATE TABLE IF NOT EXISTS segments (
   max_id      BIGINT       NOT NULL DEFAULT 0,
   step        BIGINT       NOT NULL,
   description VARCHAR(256) NOT NULL DEFAULT '',
-  update_time TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  update_time DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   PRIMARY KEY (app_tag)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

@@ -88,12 +88,20 @@ type tagRow struct {
 	UpdateTime  dbTime `db:"update_time"`
 }
 
+// tagsQuery lists the segments table. COALESCE: a seed-style table may
+// allow NULL descriptions.
+const tagsQuery = `SELECT app_tag, max_id, step,
+	COALESCE(description, '') AS description, update_time FROM segments ORDER BY app_tag`
+
 // Tags lists every row, ordered by app_tag (byte order on both drivers).
 func (d *db) Tags(ctx context.Context) ([]segment.Tag, error) {
+	return d.selectTags(ctx, tagsQuery)
+}
+
+// selectTags runs query, which selects the columns of tagRow.
+func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error) {
 	var rows []tagRow
-	// COALESCE: a seed-style table may allow NULL descriptions.
-	err := d.x.SelectContext(ctx, &rows, `SELECT app_tag, max_id, step,
-		COALESCE(description, '') AS description, update_time FROM segments ORDER BY app_tag`)
+	err := d.x.SelectContext(ctx, &rows, query)
 	if err != nil {
 		return nil, fmt.Errorf("list tags: %w", err)
 	}

@@ -51,17 +51,23 @@ CREATE TABLE IF NOT EXISTS worker_layouts (
 `
 
 var sqliteDialect = dialect{
-	expand: strings.NewReplacer(
-		"{now}", sqliteNow,
-		"{now+ms}", "("+sqliteNow+" + ?)",
+	expand:      sqliteExpand(sqliteNow),
+	isDuplicate: isSQLiteDuplicate,
+	isLostRace:  isSQLiteDuplicate,
+	oneWriter:   true,
+}
+
+// sqliteExpand is the SQLite placeholder expansion with now as the clock;
+// tests substitute a fixed time for sqliteNow.
+func sqliteExpand(now string) *strings.Replacer {
+	return strings.NewReplacer(
+		"{now}", now,
+		"{now+ms}", "("+now+" + ?)",
 		"{greatest}", "MAX",
 		// Every transaction starts IMMEDIATE (see OpenSQLite), which already
 		// locks out other writers.
 		"{for update}", "",
-	),
-	isDuplicate: isSQLiteDuplicate,
-	isLostRace:  isSQLiteDuplicate,
-	oneWriter:   true,
+	)
 }
 
 func isSQLiteDuplicate(err error) bool {

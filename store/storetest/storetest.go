@@ -143,7 +143,7 @@ func Run(t *testing.T, d Driver) {
 	// One probe database up front skips the whole suite in one line rather
 	// than each case on its own.
 	d.NewDB(t)
-	cases := append(segmentCases(), leaseCases()...)
+	cases := append(append(segmentCases(), leaseCases()...), timeCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
