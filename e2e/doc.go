@@ -12,7 +12,13 @@
 //   - a snowflake instance frozen past its worker lease TTL while another
 //     takes its worker ID over (no duplicate, no ID under a lapsed lease);
 //   - SIGTERM under load (/health draining at once, /alloc served through the
-//     drain, exit status 0).
+//     drain, exit status 0);
+//   - a 3-node MariaDB Galera cluster (multi-primary) of its own, on loopback
+//     ports, shared by the Galera tests: concurrent store fetches through
+//     every node never overlap; three instances, one per node, step 10, issue
+//     no duplicate; three snowflake instances starting at once get distinct
+//     worker IDs without waiting; a node killed with -9 under load and
+//     restarted costs no duplicate while the others keep serving.
 //
 // Run it with
 //
@@ -20,6 +26,7 @@
 //
 // It needs mariadbd and mariadb-install-db (on PATH, or in /usr/sbin and
 // /usr/bin); without them, or with -short, every test skips with a one-line
-// reason. Every process it starts is killed by PID at cleanup, and dies with
+// reason; the Galera tests also need root (the nodes run as user mysql),
+// galera-4's /usr/lib/galera/libgalera_smm.so and rsync. Every process it starts is killed by PID at cleanup, and dies with
 // the test process (Pdeathsig) if that is killed.
 package e2e

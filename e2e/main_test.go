@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 	if suite.env != nil {
 		suite.env.close()
 	}
+	closeGalera()
 	os.Exit(code)
 }
 

@@ -15,11 +15,14 @@ var errLostRace = errors.New("lost the race for the row")
 
 // Bounds of the at-once retries of a lost race. Twelve fetchers on one row
 // of a three-node Galera cluster lose about five races per range won, so 32
-// tries leave a wide margin; the pauses only break the lockstep of losers
-// that would otherwise read and write again together.
+// tries leave a wide margin. The pauses are random, up to 1ms after the
+// first loss and doubling to 16ms: they break the lockstep of losers that
+// would otherwise read and write again together, and a row that stays hot
+// spreads its writers out instead of failing them.
 const (
-	raceTries    = 32
-	racePauseMax = 4 * time.Millisecond
+	raceTries     = 32
+	racePauseBase = time.Millisecond
+	racePauseMax  = 16 * time.Millisecond
 )
 
 // ObserveConflicts makes fn be called once per lost race, with the operation
@@ -51,7 +54,7 @@ func (d *db) retryRaces(ctx context.Context, op string, try func() error) error 
 		if n == raceTries {
 			return fmt.Errorf("%d lost races in a row: %w", n, err)
 		}
-		t := time.NewTimer(rand.N(racePauseMax))
+		t := time.NewTimer(rand.N(min(racePauseBase<<(n-1), racePauseMax)))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
