@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
@@ -16,15 +20,32 @@ import (
 // Config is config.json. Durations are Go duration strings; they are kept as
 // strings here so a bad one is reported with its key.
 type Config struct {
-	HTTPAddr      string          `json:"http_addr"`
-	Driver        string          `json:"driver"`
-	DSN           string          `json:"dsn"`
-	AdminToken    string          `json:"admin_token"`
-	MaxBatch      int             `json:"max_batch"`
-	ShutdownDrain string          `json:"shutdown_drain"`
-	Segment       SegmentConfig   `json:"segment"`
-	Snowflake     SnowflakeConfig `json:"snowflake"`
+	HTTPAddr   string `json:"http_addr"`
+	Driver     string `json:"driver"`
+	DSN        string `json:"dsn"`
+	AdminToken string `json:"admin_token"`
+	MaxBatch   int    `json:"max_batch"`
+	// MaxConns caps the open HTTP connections; at the cap new ones wait in
+	// the accept queue until one closes. See DefaultMaxConns.
+	MaxConns      int    `json:"max_conns"`
+	ShutdownDrain string `json:"shutdown_drain"`
+	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
+	// HTTP shutdown, the lease release and the give-back. See
+	// DefaultShutdownTimeout.
+	ShutdownTimeout string          `json:"shutdown_timeout"`
+	Segment         SegmentConfig   `json:"segment"`
+	Snowflake       SnowflakeConfig `json:"snowflake"`
 }
+
+// DefaultShutdownTimeout is the default of shutdown_timeout: under the 30 s
+// that docker compose (stop_grace_period) and Kubernetes
+// (terminationGracePeriodSeconds) wait before SIGKILL, with room for the
+// watchdog's second (see stopWatchdogSlack) and the process's exit.
+const DefaultShutdownTimeout = "25s"
+
+// maxMaxConns bounds max_conns: far above any real need, below the point
+// where the cap stops protecting anything.
+const maxMaxConns = 1_000_000
 
 // SegmentConfig is the "segment" object of config.json.
 type SegmentConfig struct {
@@ -47,23 +68,26 @@ type SnowflakeConfig struct {
 // settings is Config checked and converted, with defaults filled in.
 type settings struct {
 	Config
-	shutdownDrain time.Duration
-	tagRefresh    time.Duration
-	epoch         time.Time
-	leaseTTL      time.Duration
-	driftBlock    time.Duration
-	driftError    time.Duration
-	randomStart   bool
+	shutdownDrain   time.Duration
+	shutdownTimeout time.Duration
+	tagRefresh      time.Duration
+	epoch           time.Time
+	leaseTTL        time.Duration
+	driftBlock      time.Duration
+	driftError      time.Duration
+	randomStart     bool
 }
 
 func defaultConfig() Config {
 	return Config{
-		HTTPAddr:      ":8880",
-		Driver:        "sqlite",
-		DSN:           "idalloc.db",
-		MaxBatch:      1000,
-		ShutdownDrain: "5s",
-		Segment:       SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
+		HTTPAddr:        ":8880",
+		Driver:          "sqlite",
+		DSN:             "idalloc.db",
+		MaxBatch:        1000,
+		MaxConns:        DefaultMaxConns,
+		ShutdownDrain:   "5s",
+		ShutdownTimeout: DefaultShutdownTimeout,
+		Segment:         SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
 		Snowflake: SnowflakeConfig{
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
@@ -103,6 +127,12 @@ func loadConfig(path string, required bool, getenv func(string) string) (setting
 }
 
 func parseConfig(data []byte, c *Config) error {
+	// encoding/json names an unknown key without the object it is in
+	// (`unknown field "maxstep"`); look first, so the error says
+	// "segment.maxstep" and which keys that object has.
+	if key, known := unknownKey(data, reflect.TypeFor[Config](), ""); key != "" {
+		return fmt.Errorf("key %q: unknown key; the keys there are %s", key, strings.Join(known, ", "))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
@@ -116,6 +146,50 @@ func parseConfig(data []byte, c *Config) error {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil
+}
+
+// unknownKey returns the dotted name of the first key (in sorted order, so
+// the answer does not change between runs) of the JSON object data, or of an
+// object nested in it, that struct type t has no field for, with the keys t
+// has; "" when there is none or data is not an object, which the decoder
+// then reports. Keys match field tags regardless of case, as in
+// encoding/json.
+func unknownKey(data []byte, t reflect.Type, prefix string) (string, []string) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return "", nil
+	}
+	names := slices.Sorted(maps.Keys(obj))
+	for _, name := range names {
+		f, ok := jsonField(t, name)
+		if !ok {
+			var known []string
+			for i := range t.NumField() {
+				if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
+					known = append(known, tag)
+				}
+			}
+			return prefix + name, known
+		}
+		if f.Type.Kind() == reflect.Struct {
+			if key, known := unknownKey(obj[name], f.Type, prefix+name+"."); key != "" {
+				return key, known
+			}
+		}
+	}
+	return "", nil
+}
+
+// jsonField finds the field of struct type t that encoding/json would decode
+// key into.
+func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != "-" && strings.EqualFold(tag, key) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 func (c Config) validate() (settings, error) {
@@ -134,6 +208,9 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > 100_000 {
 		return s, fmt.Errorf(`key "max_batch": %d is outside 1..100000`, c.MaxBatch)
+	}
+	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
+		return s, fmt.Errorf(`key "max_conns": %d is outside 1..%d`, c.MaxConns, maxMaxConns)
 	}
 	if c.Segment.MaxStep < 1 {
 		return s, fmt.Errorf(`key "segment.max_step": %d must be at least 1`, c.Segment.MaxStep)
@@ -156,6 +233,7 @@ func (c Config) validate() (settings, error) {
 		min time.Duration
 	}{
 		{"shutdown_drain", c.ShutdownDrain, &s.shutdownDrain, 0},
+		{"shutdown_timeout", c.ShutdownTimeout, &s.shutdownTimeout, 0},
 		{"segment.tag_refresh", c.Segment.TagRefresh, &s.tagRefresh, 100 * time.Millisecond},
 		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL, &s.leaseTTL, time.Second},
 		// 0 would mean the generator's default, 10ms: not what "0s" says.
@@ -170,6 +248,11 @@ func (c Config) validate() (settings, error) {
 			return s, fmt.Errorf("key %q: %s is below the minimum %s", d.key, v, d.min)
 		}
 		*d.dst = v
+	}
+	// The drain is part of the stop; what is left after it is shared by
+	// the HTTP shutdown and the hand-back (shutdown.go).
+	if s.shutdownTimeout <= s.shutdownDrain {
+		return s, fmt.Errorf(`key "shutdown_timeout": %s must exceed shutdown_drain (%s)`, s.shutdownTimeout, s.shutdownDrain)
 	}
 	if s.driftError < s.driftBlock {
 		return s, errors.New(`key "snowflake.max_drift_error": must not be below snowflake.max_drift_block`)

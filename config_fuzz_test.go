@@ -13,6 +13,8 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte(`{"snowflake":{"lease_ttl":"-1s"}}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"max_batch":1e400}`))
+	f.Add([]byte(`{"segment":{"maxstep":1},"snowflake":{"x":{}}}`))
+	f.Add([]byte(`{"max_conns":1,"shutdown_drain":"1s","shutdown_timeout":"2s"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := defaultConfig()
 		if err := parseConfig(data, &c); err != nil {
@@ -25,7 +27,8 @@ func FuzzConfig(f *testing.F) {
 			}
 			return
 		}
-		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.leaseTTL <= 0 || s.driftError < s.driftBlock {
+		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.leaseTTL <= 0 || s.driftError < s.driftBlock ||
+			s.MaxConns < 1 || s.shutdownTimeout <= s.shutdownDrain {
 			t.Fatalf("validated config out of range: %+v", s)
 		}
 	})

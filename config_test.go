@@ -29,6 +29,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.shutdownDrain != want.shutdownDrain ||
+		got.MaxConns != want.MaxConns || got.shutdownTimeout != want.shutdownTimeout ||
 		got.leaseTTL != want.leaseTTL || !got.epoch.Equal(want.epoch) || got.randomStart != want.randomStart {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
@@ -42,6 +43,15 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"max_batch":0}`, `"max_batch"`},
 		{`{"max_batch":"ten"}`, `"max_batch"`},
 		{`{"shutdown_drain":"soon"}`, `"shutdown_drain"`},
+		{`{"max_conns":0}`, `"max_conns"`},
+		{`{"max_conns":1000001}`, `"max_conns"`},
+		{`{"max_conns":"many"}`, `"max_conns"`},
+		{`{"shutdown_timeout":"soon"}`, `"shutdown_timeout"`},
+		{`{"shutdown_timeout":"5s"}`, `"shutdown_timeout"`}, // not above the default drain
+		{`{"shutdown_drain":"30s"}`, `"shutdown_timeout"`},  // above the default timeout
+		{`{"shutdown_drain":"2s","shutdown_timeout":"1s"}`, `"shutdown_timeout"`},
+		{`{"segment":{"maxstep":5}}`, `"segment.maxstep"`},
+		{`{"snowflake":{"enabled":true,"worker_bitz":3}}`, `"snowflake.worker_bitz"`},
 		{`{"segment":{"max_step":0}}`, `"segment.max_step"`},
 		{`{"segment":{"tag_refresh":"1ms"}}`, `"segment.tag_refresh"`},
 		{`{"segment":{"max_step":"big"}}`, `"segment.max_step"`},
@@ -67,6 +77,26 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("config %s: error spans lines: %q", c.body, err)
 		}
+	}
+}
+
+// TestUnknownNestedKeyNamesItsPath: encoding/json alone says
+// `unknown field "maxstep"`, which leaves the reader to guess the object.
+func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
+		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, shutdown_drain, shutdown_timeout, segment, snowflake`},
+	}
+	for _, c := range cases {
+		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)
+		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
+			t.Errorf("config %s: got error %v, want one ending %s", c.body, err, c.want)
+		}
+	}
+	// Keys match regardless of case, as encoding/json matches them.
+	if _, err := loadConfig(writeConfig(t, `{"Segment":{"Max_Step":5}}`), true, noEnv); err != nil {
+		t.Errorf("keys in another case: got %v, want them accepted", err)
 	}
 }
 

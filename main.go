@@ -17,19 +17,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
-
-// closeTimeout bounds each hand-back after the drain: releasing the lease,
-// and giving back unused segment IDs.
-const closeTimeout = 10 * time.Second
 
 // gcPercent replaces Go's default GOGC of 100 unless GOGC is set. idalloc's
 // live heap is under a few MB, so at 100 the collector runs every ~4 MB
@@ -71,12 +64,38 @@ func openStore(ctx context.Context, driver, dsn string, initSchema bool) (dataSt
 	return nil, fmt.Errorf("unknown driver %q", driver)
 }
 
+// notWaiting is added to the error of a database that does not answer at
+// start. idalloc does not wait for it: the start fails at once (within the
+// store's 3 s dial timeout) and the exit status lets a supervisor start it
+// again (compose's restart: unless-stopped, systemd's Restart=on-failure,
+// Kubernetes), rather than an instance sit unready for a wait of its own.
+const notWaiting = "idalloc does not wait for the database at start: start it first, or let a supervisor restart idalloc"
+
+// startStore opens the configured store once. The error names the database's
+// host and name (the store's errors never carry the password) and, for
+// MySQL, says that it was not retried.
+func startStore(ctx context.Context, cfg settings, initSchema bool) (dataStore, error) {
+	st, err := openStore(ctx, cfg.Driver, cfg.DSN, initSchema)
+	switch {
+	case err == nil:
+		return st, nil
+	case cfg.Driver == "mysql" && ctx.Err() == nil && !errors.Is(err, store.ErrOutdatedSchema):
+		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
+	}
+	return nil, fmt.Errorf("open %s store: %w", cfg.Driver, err)
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("idalloc", flag.ContinueOnError)
 	configPath := fs.String("config", "config.json", "config file (JSON)")
-	initSchema := fs.Bool("init-schema", false, "apply schema.sql to the MySQL database before serving")
+	initSchema := fs.Bool("init-schema", false, "apply schema.sql to the MySQL database before serving, and turn TIMESTAMP columns left by an older schema into DATETIME(3)")
+	showVersion := fs.Bool("version", false, "print the version and exit (buildinfo.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *showVersion {
+		fmt.Println(readBuildStamp())
+		return nil
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
@@ -89,24 +108,34 @@ func run(args []string) error {
 		debug.SetGCPercent(gcPercent)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// ctx ends at the first SIGINT/SIGTERM (cause errStopSignal), or when
+	// the instance must stop for another reason (a layout mismatch found in
+	// the background, the listener failing), with that reason as cause.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go watchStop(ctx, cancel, sigs, cfg.shutdownTimeout, os.Exit, log)
 
 	// Listen first: a taken port fails before a lease or a segment is held.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
+	conns := limitConns(ln, cfg.MaxConns)
+	defer conns.Close()
 
-	st, err := openStore(ctx, cfg.Driver, cfg.DSN, *initSchema)
+	st, err := startStore(ctx, cfg, *initSchema)
 	if err != nil {
-		return fmt.Errorf("open %s store: %w", cfg.Driver, err)
+		return err
 	}
 	defer st.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg, err := newRegistry(st, cfg.Driver) // buildinfo.go
+	if err != nil {
+		return err
+	}
 	metrics, err := server.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -135,40 +164,60 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	stopLayoutCheck := func() {}
 	if keeper != nil {
-		err := st.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
-		switch {
-		case errors.Is(err, workerlease.ErrLayoutMismatch):
+		layoutErr := func(err error) error {
 			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
-		case err != nil:
-			// A store from before worker_layouts existed: serve, but say so.
-			log.Warn("snowflake layout not checked against the cluster; apply schema.sql", "err", err)
 		}
-		// Not ctx: the lease must stay renewed while the server drains.
-		keeper.Start(context.Background())
+		lc := newLayoutCheck(func(ctx context.Context) error {
+			return st.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
+		}, log)
+		stopLayoutCheck, err = lc.gate(ctx,
+			// Not ctx: the lease must stay renewed while the server drains.
+			func() { keeper.Start(context.Background()) },
+			func(err error) {
+				log.Error("snowflake layout differs from the cluster's: stopping", "err", err)
+				cancel(layoutErr(err))
+			})
+		if errors.Is(err, workerlease.ErrLayoutMismatch) {
+			return layoutErr(err)
+		}
+		if err != nil {
+			return err // stopped during the first attempt
+		}
 	}
-	log.Info("idalloc serving", "addr", ln.Addr().String(), "driver", cfg.Driver, "snowflake", cfg.Snowflake.Enabled)
-	serveErr := srv.Serve(ctx, ln, cfg.shutdownDrain)
+	log.Info("idalloc serving", "addr", ln.Addr().String(), "driver", cfg.Driver, "snowflake", cfg.Snowflake.Enabled,
+		"max_conns", cfg.MaxConns)
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ctx, conns, cfg.shutdownDrain)
+		if err != nil {
+			cancel(fmt.Errorf("serve http: %w", err))
+		}
+		served <- err
+	}()
 
-	// The server has answered its last request: release the lease with the
-	// last timestamp used, then give unused segment IDs back. Each gets its
-	// own time, so a store that hangs on one still lets the other try.
-	var errs []error
+	<-ctx.Done()
+	begun := time.Now()
+	stopLayoutCheck()
+	// Once the server has answered its last request: release the lease
+	// with the last timestamp used, and give unused segment IDs back.
+	handBack := []func(context.Context) error{alloc.Close}
 	if keeper != nil {
-		errs = append(errs, withTimeout(func(ctx context.Context) error { return keeper.Close(ctx, source.LastTimestampMS()) }))
+		handBack = append(handBack, func(ctx context.Context) error { return keeper.Close(ctx, source.LastTimestampMS()) })
 	}
-	errs = append(errs, withTimeout(alloc.Close), srv.Close())
-	if err := errors.Join(errs...); err != nil {
+	_, err = stopper{
+		timeout: cfg.shutdownTimeout, drain: cfg.shutdownDrain,
+		served: served, cutConns: conns.closeAll, handBack: handBack, log: log,
+	}.run(begun)
+	if err := errors.Join(err, srv.Close()); err != nil {
 		log.Error("shutdown", "err", err)
 	}
-	log.Info("idalloc stopped")
-	return serveErr
-}
-
-func withTimeout(f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	return f(ctx)
+	log.Info("idalloc stopped", "took", time.Since(begun).Round(time.Millisecond))
+	if cause := context.Cause(ctx); !errors.Is(cause, errStopSignal) {
+		return cause
+	}
+	return nil
 }
 
 // snowflakeParts builds the worker-lease service (always: other processes

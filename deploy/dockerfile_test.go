@@ -45,6 +45,10 @@ func TestDockerfile(t *testing.T) {
 		if !regexp.MustCompile(`(?ms)^HEALTHCHECK .*/health`).MatchString(final) {
 			t.Error("no HEALTHCHECK on /health in the final stage")
 		}
+		if !regexp.MustCompile(`(?m)^ARG VERSION$`).MatchString(final) ||
+			!strings.Contains(final, `org.opencontainers.image.version="${VERSION}"`) {
+			t.Error("the final stage does not label the image with its version (ARG VERSION, LABEL org.opencontainers.image.version)")
+		}
 	})
 
 	t.Run("COPY sources exist in the build context", func(t *testing.T) {
@@ -111,7 +115,8 @@ func dockerfileBinary(t *testing.T) string {
 	if len(out.FindAllString(line, -1)) != 1 {
 		t.Fatalf("the build line needs exactly one -o <path>: %s", line)
 	}
-	for _, flag := range []string{"-trimpath", `-ldflags="-s -w"`} {
+	// -X: the build context has no .git to stamp the version from.
+	for _, flag := range []string{"-trimpath", `-ldflags="-s -w `, "-X main.version=${VERSION}", "-X main.revision=${REVISION}"} {
 		if !strings.Contains(line, flag) {
 			t.Fatalf("the build line lacks %s: %s", flag, line)
 		}

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,17 +37,25 @@ type Config struct {
 // Observer receives events for metrics. Methods must be cheap and safe for
 // concurrent use; they are never called on the per-ID path.
 type Observer interface {
+	// Fetched reports one fetch attempt: how long the store took and its
+	// error, nil on success. A fetch that failed after its deadline is
+	// ErrFetchTimedOut: the store may have committed its range all the same.
 	Fetched(tag string, took time.Duration, err error)
-	GaveBack(tag string, n int64) // unused IDs returned to the store on Close
-	Wasted(tag string, n int64)   // unused IDs that could not be returned
+	// GaveBack reports unused IDs returned to the store on Close.
+	GaveBack(tag string, n int64)
+	// Wasted reports IDs this allocator reserved and will never issue, when
+	// it learns of them (see WasteReason).
+	Wasted(tag string, n int64, why WasteReason)
 }
 
 // TagStats is a point-in-time view of one tag in this allocator.
 type TagStats struct {
-	AppTag   string
-	Buffered int64 // IDs left in memory (current + prefetched segment)
-	Step     int64 // current adaptive step (0 before the first fetch)
-	Issued   int64 // IDs handed out by this allocator since it started
+	AppTag    string
+	Buffered  int64 // IDs left in memory (current + prefetched segment)
+	Step      int64 // current adaptive step (0 before the first fetch)
+	Issued    int64 // IDs handed out by this allocator since it started
+	GivenBack int64 // IDs returned to the store on Close
+	Wasted    int64 // IDs reserved and never to be issued, every WasteReason
 }
 
 // minReloadGap bounds the tag-list reloads that misses (unknown tags) can
@@ -60,8 +70,11 @@ type Allocator struct {
 	cfg   Config
 
 	// tags is replaced whole (copy on write) so lookups take no lock.
-	tags       atomic.Pointer[map[string]*buffer]
-	tagsMu     sync.Mutex   // serialises replacements of tags
+	tags   atomic.Pointer[map[string]*buffer]
+	tagsMu sync.Mutex // serialises replacements of tags and rows
+	// rows are the store's rows as of the last tag-list reload, sorted by
+	// AppTag, plus the tags created here since; replaced whole, like tags.
+	rows       atomic.Pointer[[]Tag]
 	reloadMu   sync.Mutex   // one reload at a time; misses TryLock it
 	lastReload atomic.Int64 // UnixNano of the last reload's start
 
@@ -99,8 +112,9 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Allocator{store: store, cfg: cfg, closing: make(chan struct{})}
+	a := &Allocator{store: timedStore{store}, cfg: cfg, closing: make(chan struct{})}
 	a.tags.Store(&map[string]*buffer{})
+	a.rows.Store(&[]Tag{})
 	if err := a.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -144,7 +158,7 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 // On error dst holds no usable IDs. A batch that fits in the current and the
 // prefetched segment is claimed whole or not at all, so its failure leaves no
 // gap; a larger one is claimed in parts, and a failure after the first part
-// loses the IDs claimed, which are never reissued.
+// loses the IDs claimed, which are never reissued (counted as WasteBatch).
 func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	b, err := a.buffer(ctx, tag)
 	if err != nil {
@@ -153,6 +167,7 @@ func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	for filled := 0; filled < len(dst); {
 		n, err := b.claimBatch(ctx, dst[filled:])
 		if err != nil {
+			b.waste(int64(filled), WasteBatch)
 			return err
 		}
 		filled += n
@@ -192,21 +207,20 @@ func (b *buffer) stats() TagStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.cur.Load()
-	st := TagStats{AppTag: b.tag, Step: b.step, Buffered: s.left(), Issued: b.retired + s.size() - s.left()}
+	st := TagStats{AppTag: b.tag, Step: b.step, Buffered: s.left(), Issued: b.retired + s.size() - s.left(),
+		GivenBack: b.givenBack, Wasted: b.wasted}
 	if b.next != nil {
 		st.Buffered += b.next.size()
 	}
 	return st
 }
 
-// Tags lists the store's rows. A store fault is ErrUnavailable.
-func (a *Allocator) Tags(ctx context.Context) ([]Tag, error) {
-	tags, err := a.store.Tags(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return tags, nil
-}
+// Tags returns the store's rows as of the last tag-list reload (every
+// Config.TagRefresh, and on a miss), sorted by AppTag, plus the tags created
+// through this allocator since, with MaxID Start-1 and this instance's time
+// of creation. It never queries the store, so listing tags costs the store
+// nothing however often it is asked. The slice is shared: do not modify it.
+func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 
 // CreateTag adds a tag to the store and serves it at once. Start 0 means 1.
 // Errors: ErrInvalidTag, ErrInvalidStep (step outside [1, MaxStep] or start
@@ -227,8 +241,26 @@ func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 		}
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	a.addTags([]string{t.AppTag})
+	t.MaxID, t.UpdateTime = t.Start-1, a.now()
+	a.tagsMu.Lock()
+	defer a.tagsMu.Unlock()
+	a.addTagsLocked([]string{t.AppTag})
+	a.addRowLocked(t)
 	return nil
+}
+
+// addRowLocked inserts t into rows in order, replacing a row of the same
+// tag. tagsMu must be held.
+func (a *Allocator) addRowLocked(t Tag) {
+	old := *a.rows.Load()
+	i, found := slices.BinarySearchFunc(old, t.AppTag, func(r Tag, tag string) int { return strings.Compare(r.AppTag, tag) })
+	rows := make([]Tag, 0, len(old)+1)
+	rows = append(append(rows, old[:i]...), t)
+	if found {
+		i++
+	}
+	rows = append(rows, old[i:]...)
+	a.rows.Store(&rows)
 }
 
 // buffer finds tag's buffer. A miss reloads the tag list, at most once per
@@ -281,36 +313,41 @@ func (a *Allocator) reloadLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	slices.SortFunc(rows, func(x, y Tag) int { return strings.Compare(x.AppTag, y.AppTag) })
 	names := make([]string, len(rows))
 	for i, r := range rows {
 		names[i] = r.AppTag
 	}
-	a.addTags(names)
+	a.tagsMu.Lock()
+	defer a.tagsMu.Unlock()
+	a.addTagsLocked(names)
+	a.rows.Store(&rows)
 	return nil
 }
 
-// addTags makes tags servable. Tags that vanish from the store are kept: their
-// buffered IDs are still reserved and unique.
-func (a *Allocator) addTags(names []string) {
-	a.tagsMu.Lock()
-	defer a.tagsMu.Unlock()
+// addTagsLocked makes tags servable; tagsMu must be held. Tags that vanish
+// from the store are kept: their buffered IDs are still reserved and unique.
+func (a *Allocator) addTagsLocked(names []string) {
 	old := *a.tags.Load()
-	var m map[string]*buffer
+	var added []string
 	for _, name := range names {
-		if _, ok := old[name]; ok || !ValidTag(name) {
-			continue
+		if _, ok := old[name]; !ok && ValidTag(name) {
+			added = append(added, name)
 		}
-		if m == nil {
-			m = make(map[string]*buffer, len(old)+len(names))
-			for k, v := range old {
-				m[k] = v
-			}
-		}
+	}
+	if len(added) == 0 {
+		return
+	}
+	// Sized for what it holds: every reload lists every tag, and a map
+	// sized for old+names would hold twice the slots it needs.
+	m := make(map[string]*buffer, len(old)+len(added))
+	for k, v := range old {
+		m[k] = v
+	}
+	for _, name := range added {
 		m[name] = newBuffer(a, name)
 	}
-	if m != nil {
-		a.tags.Store(&m)
-	}
+	a.tags.Store(&m)
 }
 
 func (a *Allocator) refreshLoop() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,12 @@ type buffer struct {
 	// poke cuts the fetch loop's backoff short when requests find nothing
 	// buffered (see demandRetry).
 	poke chan struct{}
+	// randN returns a random duration in [0, n), for the fetch loop's
+	// jitter: rand.N, or a fixed choice in tests.
+	randN func(n time.Duration) time.Duration
+	// givenBack and wasted count IDs handed back on Close and IDs reserved
+	// but never to be issued (waste.go).
+	givenBack, wasted int64
 }
 
 // demandRetry: while requests find nothing buffered and the store fails,
@@ -79,7 +86,7 @@ type buffer struct {
 const demandRetry = 200 * time.Millisecond
 
 func newBuffer(a *Allocator, tag string) *buffer {
-	b := &buffer{a: a, tag: tag, ready: make(chan struct{}), poke: make(chan struct{}, 1)}
+	b := &buffer{a: a, tag: tag, ready: make(chan struct{}), poke: make(chan struct{}, 1), randN: rand.N[time.Duration]}
 	b.cur.Store(emptySpan())
 	return b
 }
@@ -273,7 +280,12 @@ func (b *buffer) fetchLoop() {
 		default:
 		}
 
-		t := time.NewTimer(backoff)
+		// Equal jitter: half the backoff fixed, half random. After an
+		// outage every tag of every instance failed at about the same
+		// moment; without it they would all retry in lockstep, each
+		// retry a burst on the store just back. The fixed half keeps a
+		// tag's retries at least backoff/2 apart.
+		t := time.NewTimer(backoff/2 + b.randN(backoff/2+1))
 		select {
 		case <-t.C:
 		case <-b.poke:

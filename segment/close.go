@@ -8,16 +8,21 @@ import (
 
 // Close stops issuing IDs, waits for the background goroutines, and gives the
 // unused IDs back to the store (guarantee 3: a single instance restarted
-// gracefully wastes none). It is idempotent; later calls return the first
-// call's result.
+// gracefully wastes none). ctx bounds it all: when ctx ends while a fetch is
+// still under way, Close stops waiting for it and gives back what is
+// buffered at once (with ctx ended, the store will refuse, and the IDs
+// count as wasted). It is idempotent; later calls return the first call's
+// result.
 func (a *Allocator) Close(ctx context.Context) error {
 	a.closeOnce.Do(func() {
 		a.lifeMu.Lock()
 		a.closed.Store(true)
 		close(a.closing)
 		a.lifeMu.Unlock()
-		a.wg.Wait()
 		var errs []error
+		if err := a.waitGoroutines(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		for _, b := range *a.tags.Load() {
 			if err := b.giveBack(ctx); err != nil {
 				errs = append(errs, err)
@@ -26,6 +31,26 @@ func (a *Allocator) Close(ctx context.Context) error {
 		a.closeErr = errors.Join(errs...)
 	})
 	return a.closeErr
+}
+
+// waitGoroutines waits for the fetch and refresh goroutines to end, or for
+// ctx. A fetch left running may still commit a range; the allocator being
+// closed, nothing serves it, and it is never given back: a gap, never a
+// duplicate. Nor does its race with a give-back of the same tag make one:
+// whichever compare-and-set on max_id the store applies first, the range
+// fetched is never served and the range given back was never issued.
+func (a *Allocator) waitGoroutines(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		a.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for segment fetches under way: %w", ctx.Err())
+	}
 }
 
 // giveBack retires the buffer and returns its unused IDs by compare-and-set
@@ -45,7 +70,7 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	b.mu.Unlock()
 
 	curLeft := max(0, s.end-unusedFrom+1)
-	var high, low, wasted int64
+	var high, low, interleaved int64
 	switch {
 	case next != nil && (curLeft == 0 || s.end+1 == next.start):
 		high, low = next.end, next.start
@@ -53,29 +78,36 @@ func (b *buffer) giveBack(ctx context.Context) error {
 			low = unusedFrom
 		}
 	case next != nil:
-		high, low, wasted = next.end, next.start, curLeft
+		high, low, interleaved = next.end, next.start, curLeft
 	case curLeft > 0:
 		high, low = s.end, unusedFrom
 	default:
 		return nil
 	}
-	obs, log := b.a.cfg.Observer, b.a.cfg.Logger
+	b.waste(interleaved, WasteInterleaved)
+	log := b.a.cfg.Logger
 	ok, err := b.a.store.GiveBack(ctx, b.tag, high, low-1)
-	if err != nil || !ok {
-		wasted += high - low + 1
-	} else {
-		log.Info("gave back unused IDs", "app_tag", b.tag, "ids", high-low+1, "next_id", low)
-		if obs != nil {
-			obs.GaveBack(b.tag, high-low+1)
+	n, notBack := high-low+1, interleaved
+	switch {
+	case err != nil:
+		b.waste(n, WasteGiveBackFailed)
+		notBack += n
+	case !ok:
+		b.waste(n, WasteGiveBackRefused)
+		notBack += n
+	default:
+		log.Info("gave back unused IDs", "app_tag", b.tag, "ids", n, "next_id", low)
+		b.mu.Lock()
+		b.givenBack += n
+		b.mu.Unlock()
+		if obs := b.a.cfg.Observer; obs != nil {
+			obs.GaveBack(b.tag, n)
 		}
 	}
-	if wasted > 0 {
-		// Not given back: another instance fetched after us, or the store
-		// failed. A gap, never a duplicate.
-		log.Info("unused IDs not given back", "app_tag", b.tag, "ids", wasted, "err", err)
-		if obs != nil {
-			obs.Wasted(b.tag, wasted)
-		}
+	if notBack > 0 {
+		// Another instance fetched after us, or the store failed. A gap,
+		// never a duplicate.
+		log.Info("unused IDs not given back", "app_tag", b.tag, "ids", notBack, "err", err)
 	}
 	if err != nil {
 		return fmt.Errorf("give back %q: %w", b.tag, err)

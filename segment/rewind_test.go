@@ -23,8 +23,8 @@ func (o *rewindObserver) Fetched(_ string, _ time.Duration, err error) {
 		o.mu.Unlock()
 	}
 }
-func (*rewindObserver) GaveBack(string, int64) {}
-func (*rewindObserver) Wasted(string, int64)   {}
+func (*rewindObserver) GaveBack(string, int64)                    {}
+func (*rewindObserver) Wasted(string, int64, segment.WasteReason) {}
 
 func (o *rewindObserver) count() int {
 	o.mu.Lock()

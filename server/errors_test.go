@@ -103,7 +103,6 @@ func TestBadInput(t *testing.T) {
 		{name: "tags description too long", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"description":"` + strings.Repeat("x", 257) + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "description", wantUntouched: true},
 		{name: "tags body too large", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"description":"` + strings.Repeat("x", 70<<10) + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "tags duplicate", method: "POST", target: "/tags", body: `{"app_tag":"order","step":10}`, headers: adminAuth, wantStatus: 409, wantCode: 10, wantMsg: "already exists"},
-		{name: "tags list store down", target: "/tags", headers: adminAuth, setup: func(r *rig) { r.seg.err = segment.ErrUnavailable }, wantStatus: 503, wantCode: 3, wantMsg: "unavailable"},
 
 		// Snowflake.
 		{name: "snowflake disabled", target: "/snowflake", setup: func(r *rig) { r.srv.flake = nil }, wantStatus: 409, wantCode: 5, wantMsg: "not enabled"},

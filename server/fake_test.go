@@ -122,18 +122,15 @@ func (f *fakeSegments) Stats() []segment.TagStats {
 	return out
 }
 
-func (f *fakeSegments) Tags(ctx context.Context) ([]segment.Tag, error) {
+func (f *fakeSegments) Tags() []segment.Tag {
 	f.record("Tags")
-	if f.err != nil {
-		return nil, f.err
-	}
 	f.tagsMu.Lock()
 	defer f.tagsMu.Unlock()
 	var out []segment.Tag
 	for _, t := range f.tags {
 		out = append(out, t)
 	}
-	return out, nil
+	return out
 }
 
 func (f *fakeSegments) CreateTag(ctx context.Context, t segment.Tag) error {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -14,35 +15,43 @@ const namespace = "idalloc"
 
 // Metrics holds idalloc's metrics, registered on the registry given to
 // NewMetrics. It is the segment allocator's Observer (pass it as
-// segment.Config.Observer) and the server's own instrument. Per-tag series
-// exist only for tags of the store: per-ID values are read from the
-// allocator's Stats at scrape time, and fetch events come from the allocator,
-// which only fetches tags it knows.
+// segment.Config.Observer) and the server's own instrument.
+//
+// Only what an operator reads per tag carries app_tag: IDs issued, IDs
+// buffered and the current step, read from the allocator's Stats at scrape
+// time, so they exist from the start for every tag of the store, cost the ID
+// hot path nothing, and never exist for a tag the store lacks. Everything
+// else is per instance: with thousands of tags a per-tag fetch histogram
+// alone would be most of the scrape. The logs name the tag of a failing
+// fetch, and GET /tags shows each tag's IDs given back and wasted.
 //
 // Metric names:
 //
 //	idalloc_ids_issued_total{mode="segment",app_tag} / {mode="snowflake"}
-//	idalloc_segment_fetches_total{app_tag}          fetch attempts, failed ones included
-//	idalloc_segment_fetch_errors_total{app_tag}
-//	idalloc_segment_ranges_refused_total{app_tag}   fetched ranges at or below one received before
-//	idalloc_store_conflicts_total{op}               lost races retried at once (fetch, acquire, …)
-//	idalloc_segment_fetch_duration_seconds{app_tag}
 //	idalloc_segment_ids_buffered{app_tag}
-//	idalloc_segment_step{app_tag}                   current adaptive step
-//	idalloc_segment_ids_given_back_total{app_tag}
-//	idalloc_segment_ids_wasted_total{app_tag}
+//	idalloc_segment_step{app_tag}                  current adaptive step
+//	idalloc_segment_tags                           tags this instance serves
+//	idalloc_segment_fetches_total                  fetch attempts, failed ones included
+//	idalloc_segment_fetch_errors_total
+//	idalloc_segment_fetch_timeouts_total           failed after the deadline: may have reserved a range
+//	idalloc_segment_ranges_refused_total           fetched ranges at or below one received before
+//	idalloc_segment_fetch_duration_seconds         histogram
+//	idalloc_segment_ids_given_back_total           handed back on a graceful stop
+//	idalloc_segment_ids_wasted_total{reason}       reserved and never to be issued (segment.WasteReason)
+//	idalloc_store_conflicts_total{op}              lost races retried at once (fetch, acquire, …)
 //	idalloc_snowflake_clock_drift_events_total{outcome="waited|try_later|too_large"}
-//	idalloc_workerlease_seconds_left                this instance's own lease
-//	idalloc_workerlease_worker_id
+//	idalloc_workerlease_left_seconds               this instance's own lease; 0 without one
+//	idalloc_workerlease_info{cluster,worker_id}    1 while it holds a lease
 //	idalloc_http_requests_total{route,code}
 //	idalloc_http_request_duration_seconds{route}
 type Metrics struct {
-	fetches       *prometheus.CounterVec
-	fetchErrors   *prometheus.CounterVec
-	refused       *prometheus.CounterVec
+	fetches       prometheus.Counter
+	fetchErrors   prometheus.Counter
+	fetchTimeouts prometheus.Counter
+	refused       prometheus.Counter
 	conflicts     *prometheus.CounterVec
-	fetchDuration *prometheus.HistogramVec
-	givenBack     *prometheus.CounterVec
+	fetchDuration prometheus.Histogram
+	givenBack     prometheus.Counter
 	wasted        *prometheus.CounterVec
 
 	driftWaited, driftTryLater, driftTooLarge prometheus.Counter
@@ -67,29 +76,37 @@ type sources struct {
 // NewMetrics makes the metrics and registers them on reg. It fails only when
 // reg already holds metrics of the same names.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	tagged := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "segment", Name: name, Help: help,
-		}, []string{"app_tag"})
+		})
 	}
 	m := &Metrics{
-		fetches:     tagged("fetches_total", "Segment fetches from the store, failed ones included."),
-		fetchErrors: tagged("fetch_errors_total", "Segment fetches that failed."),
-		refused: tagged("ranges_refused_total",
+		fetches:     counter("fetches_total", "Segment fetches from the store, failed ones included."),
+		fetchErrors: counter("fetch_errors_total", "Segment fetches that failed (the log names the tag)."),
+		fetchTimeouts: counter("fetch_timeouts_total",
+			"Segment fetches that failed after their deadline. The store may have reserved such a fetch's range all the same; it is never used, so each may leave a gap of up to one step, not counted in ids_wasted_total."),
+		refused: counter("ranges_refused_total",
 			"Fetched ranges refused because they did not start above every range this instance had received (a store rewound by a failover)."),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "store", Name: "conflicts_total",
 			Help: "Lost races with another writer of the same row, retried at once, by operation.",
 		}, []string{"op"}),
-		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		fetchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "segment", Name: "fetch_duration_seconds",
-			Help: "Duration of segment fetches from the store.",
+			Help: "Duration of segment fetches from the store, every tag together.",
 			// 0.5ms to 3.3s: a local SQLite fetch up to the fetch timeout.
 			Buckets: prometheus.ExponentialBuckets(0.0005, 3, 9),
-		}, []string{"app_tag"}),
-		givenBack: tagged("ids_given_back_total", "Unused IDs handed back to the store on a graceful stop."),
-		wasted:    tagged("ids_wasted_total", "Unused IDs that could not be handed back."),
-		http:      httpMetrics{routes: map[string]*routeMetrics{}},
+		}),
+		givenBack: counter("ids_given_back_total", "Unused IDs handed back to the store on a graceful stop."),
+		wasted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: "segment", Name: "ids_wasted_total",
+			Help: "IDs this instance reserved and will never issue (a gap, never a duplicate), counted when it learns of them, by reason: batch_failed, interleaved, give_back_refused, give_back_failed.",
+		}, []string{"reason"}),
+		http: httpMetrics{routes: map[string]*routeMetrics{}},
+	}
+	for _, why := range segment.WasteReasons() {
+		m.wasted.WithLabelValues(string(why)) // exists at 0 from the start, for rate()
 	}
 	drift := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "snowflake", Name: "clock_drift_events_total",
@@ -100,8 +117,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.driftTooLarge = drift.WithLabelValues("too_large")
 
 	for _, c := range []prometheus.Collector{
-		m.fetches, m.fetchErrors, m.refused, m.conflicts, m.fetchDuration, m.givenBack, m.wasted, drift,
-		stateCollector{m}, &m.http,
+		m.fetches, m.fetchErrors, m.fetchTimeouts, m.refused, m.conflicts, m.fetchDuration,
+		m.givenBack, m.wasted, drift, stateCollector{m}, &m.http,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -115,22 +132,23 @@ func (m *Metrics) watch(seg Segments, snowflake bool, own OwnLease) {
 	m.sources.Store(&sources{segments: seg, snowflake: snowflake, own: own})
 }
 
-// Fetched implements segment.Observer. A fetch of a tag the store does not
-// have creates no series.
-func (m *Metrics) Fetched(tag string, took time.Duration, err error) {
-	if !segment.ValidTag(tag) || errors.Is(err, segment.ErrUnknownTag) {
+// Fetched implements segment.Observer. A fetch of a tag the store no longer
+// has is not counted: it says nothing about the store's health.
+func (m *Metrics) Fetched(_ string, took time.Duration, err error) {
+	if errors.Is(err, segment.ErrUnknownTag) {
 		return
 	}
-	m.fetches.WithLabelValues(tag).Inc()
-	m.fetchDuration.WithLabelValues(tag).Observe(took.Seconds())
-	// Resolved on success too, so the error series exists at 0 for rate().
-	errs := m.fetchErrors.WithLabelValues(tag)
-	refused := m.refused.WithLabelValues(tag)
-	if err != nil {
-		errs.Inc()
+	m.fetches.Inc()
+	m.fetchDuration.Observe(took.Seconds())
+	if err == nil {
+		return
+	}
+	m.fetchErrors.Inc()
+	if errors.Is(err, segment.ErrFetchTimedOut) {
+		m.fetchTimeouts.Inc()
 	}
 	if errors.Is(err, segment.ErrRewound) {
-		refused.Inc()
+		m.refused.Inc()
 	}
 }
 
@@ -143,17 +161,12 @@ func (m *Metrics) StoreConflict(op string) { m.conflicts.WithLabelValues(op).Inc
 func (m *Metrics) DriftWaited(time.Duration) { m.driftWaited.Inc() }
 
 // GaveBack implements segment.Observer.
-func (m *Metrics) GaveBack(tag string, n int64) {
-	if segment.ValidTag(tag) {
-		m.givenBack.WithLabelValues(tag).Add(float64(n))
-	}
-}
+func (m *Metrics) GaveBack(_ string, n int64) { m.givenBack.Add(float64(n)) }
 
-// Wasted implements segment.Observer.
-func (m *Metrics) Wasted(tag string, n int64) {
-	if segment.ValidTag(tag) {
-		m.wasted.WithLabelValues(tag).Add(float64(n))
-	}
+// Wasted implements segment.Observer. why is one of segment.WasteReasons,
+// never request input.
+func (m *Metrics) Wasted(_ string, n int64, why segment.WasteReason) {
+	m.wasted.WithLabelValues(string(why)).Add(float64(n))
 }
 
 // stateCollector reads per-tag and lease values at scrape time, so the ID
@@ -170,16 +183,19 @@ var (
 	stepDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "step"),
 		"Current adaptive step (0 before the first fetch).",
 		[]string{"app_tag"}, nil)
-	leaseLeftDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "workerlease", "seconds_left"),
+	tagsDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "tags"),
+		"Tags this instance serves: every tag it has seen in the store since it started.",
+		nil, nil)
+	leaseLeftDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "workerlease", "left_seconds"),
 		"Seconds this instance's worker lease is provably held for; 0 without a lease.",
 		nil, nil)
-	leaseWorkerDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "workerlease", "worker_id"),
-		"Worker ID this instance holds; absent without a lease.",
-		nil, nil)
+	leaseInfoDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "workerlease", "info"),
+		"The worker lease this instance holds, as labels: cluster and worker_id. Absent without a lease.",
+		[]string{"cluster", "worker_id"}, nil)
 )
 
 func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{issuedDesc, bufferedDesc, stepDesc, leaseLeftDesc, leaseWorkerDesc} {
+	for _, d := range []*prometheus.Desc{issuedDesc, bufferedDesc, stepDesc, tagsDesc, leaseLeftDesc, leaseInfoDesc} {
 		ch <- d
 	}
 }
@@ -189,7 +205,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	for _, st := range src.segments.Stats() {
+	stats := src.segments.Stats()
+	ch <- prometheus.MustNewConstMetric(tagsDesc, prometheus.GaugeValue, float64(len(stats)))
+	for _, st := range stats {
 		if !segment.ValidTag(st.AppTag) {
 			continue
 		}
@@ -203,7 +221,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if src.own != nil {
 		ch <- prometheus.MustNewConstMetric(leaseLeftDesc, prometheus.GaugeValue, src.own.SecondsLeft(time.Now()))
 		if l, ok := src.own.Lease(); ok {
-			ch <- prometheus.MustNewConstMetric(leaseWorkerDesc, prometheus.GaugeValue, float64(l.WorkerID))
+			ch <- prometheus.MustNewConstMetric(leaseInfoDesc, prometheus.GaugeValue, 1, l.Cluster, strconv.FormatInt(l.WorkerID, 10))
 		}
 	}
 }

@@ -53,8 +53,8 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	return sendPooled(w, http.StatusOK, bp)
 }
 
-// tagJSON is one row of GET /tags: the store's row merged with this
-// instance's view of it.
+// tagJSON is one row of GET /tags: the store's row as of the last tag-list
+// reload merged with this instance's view of it.
 type tagJSON struct {
 	AppTag      string `json:"app_tag"`
 	MaxID       int64  `json:"max_id"`
@@ -63,15 +63,15 @@ type tagJSON struct {
 	Left        int64  `json:"left"`
 	UpdateTime  string `json:"update_time"`
 	Description string `json:"description"`
+	GivenBack   int64  `json:"given_back"`
+	Wasted      int64  `json:"wasted"`
 }
 
-// handleListTags serves GET /tags.
+// handleListTags serves GET /tags from the allocator's last tag-list reload
+// (every segment.tag_refresh): a flood of it costs the store nothing.
 func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
-	tags, err := s.seg.Tags(r.Context())
-	if err != nil {
-		return s.fail(w, r, err)
-	}
-	stats := make(map[string]segment.TagStats)
+	tags := s.seg.Tags()
+	stats := make(map[string]segment.TagStats, len(tags))
 	for _, st := range s.seg.Stats() {
 		stats[st.AppTag] = st
 	}
@@ -86,8 +86,12 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 			Left:        st.Buffered,
 			UpdateTime:  formatTime(t.UpdateTime),
 			Description: t.Description,
+			GivenBack:   st.GivenBack,
+			Wasted:      st.Wasted,
 		})
 	}
+	// Sorted already by the allocator; sorting again keeps the answer's
+	// order this handler's promise whatever Segments it is given.
 	slices.SortFunc(out, func(a, b tagJSON) int { return strings.Compare(a.AppTag, b.AppTag) })
 	return s.sendJSON(w, r, http.StatusOK, struct {
 		envelope

@@ -62,7 +62,9 @@ type Segments interface {
 	Buffered(tag string) (int64, error)
 	TotalBuffered() int64
 	Stats() []segment.TagStats
-	Tags(ctx context.Context) ([]segment.Tag, error)
+	// Tags lists the tags as of the last tag-list reload, without asking the
+	// store; the slice is shared and must not be modified.
+	Tags() []segment.Tag
 	CreateTag(ctx context.Context, t segment.Tag) error
 }
 

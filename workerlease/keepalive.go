@@ -30,8 +30,9 @@ func (k *Keeper) run(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			k.log.Warn("acquire worker lease failed; retrying", "err", err, "retry_in", backoff)
-			if !sleep(ctx, backoff) {
+			wait := k.jitter(backoff)
+			k.log.Warn("acquire worker lease failed; retrying", "err", err, "retry_in", wait)
+			if !sleep(ctx, wait) {
 				return
 			}
 			backoff = min(2*backoff, max(ttl, k.retry))
@@ -122,7 +123,7 @@ func (k *Keeper) keep(ctx context.Context, acq Lease, acqSent time.Time) outcome
 			k.log.Warn("renew worker lease failed; retrying", "err", err,
 				"cluster", acq.Cluster, "worker_id", acq.WorkerID,
 				"seconds_left", (deadline - at).Seconds())
-			next = min(at+k.retry, deadline)
+			next = min(at+k.jitter(k.retry), deadline)
 		}
 	}
 }
@@ -149,6 +150,14 @@ func (k *Keeper) isClosed() bool {
 }
 
 func (k *Keeper) since(t time.Time) time.Duration { return t.Sub(k.base) }
+
+// jitter returns a wait of d/2 plus a random part of up to d/2 ("equal
+// jitter"). After a store outage every instance's renewals and acquisitions
+// failed at about the same moment; without it they would all retry in
+// lockstep, each retry a burst on the store just back. The fixed half keeps
+// one keeper's retries at least d/2 apart, and no wait is longer than d, so
+// a renewal is retried at least as often as RetryInterval says.
+func (k *Keeper) jitter(d time.Duration) time.Duration { return d/2 + k.randN(d/2+1) }
 
 // ceilMS rounds d up to whole milliseconds so a reservation never falls short
 // of the TTL it covers.

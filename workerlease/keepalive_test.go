@@ -120,6 +120,26 @@ func TestKeeperLossAndReacquire(t *testing.T) {
 	}
 }
 
+// secs returns the durations v seconds.
+func secs(v ...float64) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x * float64(time.Second))
+	}
+	return out
+}
+
+// Retry waits are jittered: half the wait fixed, half drawn by randN. The
+// draws are fixed here at either end, so the tests depend on neither chance
+// nor timing (virtual time).
+var jitterDraws = []struct {
+	name  string
+	randN func(n time.Duration) time.Duration
+}{
+	{"lowest draw", func(time.Duration) time.Duration { return 0 }},
+	{"highest draw", func(n time.Duration) time.Duration { return n - 1 }},
+}
+
 func TestKeeperAcquireBackoff(t *testing.T) {
 	tests := []struct {
 		name string
@@ -128,41 +148,85 @@ func TestKeeperAcquireBackoff(t *testing.T) {
 		{"no worker ID", ErrNoWorkerID},
 		{"store unreachable", errors.New("connection refused")},
 	}
+	// 1s doubling, capped at the TTL; each wait from half to all of it.
+	want := map[string][]time.Duration{
+		"lowest draw":  secs(0, 0.5, 1.5, 3.5, 7.5, 15.5, 30.5, 45.5),
+		"highest draw": secs(0, 1, 3, 7, 15, 31, 61, 91),
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		for _, draw := range jitterDraws {
+			t.Run(tt.name+", "+draw.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					start := time.Now()
+					mem := NewMemoryStore(nil)
+					var mu sync.Mutex
+					var at []time.Duration
+					fs := &faultStore{Store: mem}
+					fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						at = append(at, time.Since(start))
+						if len(at) < 8 {
+							return Lease{}, tt.err
+						}
+						return mem.Acquire(ctx, req)
+					}
+					r := newKeeperRig(t, fs, Config{TTL: testTTL}, KeeperConfig{})
+					r.k.randN = draw.randN
+					r.k.Start(t.Context())
+					time.Sleep(100 * time.Second)
+					synctest.Wait()
+					closeKeeper(t, r.k, 0)
+
+					mu.Lock()
+					defer mu.Unlock()
+					if !slices.Equal(at, want[draw.name]) {
+						t.Errorf("acquisitions at %v, want %v", at, want[draw.name])
+					}
+					if got := len(r.announced()); got != 1 {
+						t.Errorf("OnLease called %d times, want 1", got)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestKeeperRenewRetriesAreJittered: a failed renewal is retried after half
+// to all of RetryInterval (1s), not after exactly 1s on every instance.
+func TestKeeperRenewRetriesAreJittered(t *testing.T) {
+	want := map[string][]time.Duration{
+		"lowest draw":  secs(0, 10, 10.5, 11, 11.5),
+		"highest draw": secs(0, 10, 11, 12, 13),
+	}
+	for _, draw := range jitterDraws {
+		t.Run(draw.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
 				mem := NewMemoryStore(nil)
 				var mu sync.Mutex
 				var at []time.Duration
 				fs := &faultStore{Store: mem}
-				fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
+				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					at = append(at, time.Since(start))
-					if len(at) < 8 {
-						return Lease{}, tt.err
+					if len(at) > 1 {
+						return Lease{}, errors.New("connection refused")
 					}
-					return mem.Acquire(ctx, req)
+					return mem.Renew(ctx, c, id, tok, ttl, last)
 				}
 				r := newKeeperRig(t, fs, Config{TTL: testTTL}, KeeperConfig{})
+				r.k.randN = draw.randN
 				r.k.Start(t.Context())
-				time.Sleep(100 * time.Second)
+				time.Sleep(13500 * time.Millisecond)
 				synctest.Wait()
 				closeKeeper(t, r.k, 0)
 
 				mu.Lock()
 				defer mu.Unlock()
-				// 1s doubling, capped at the TTL.
-				want := []time.Duration{0, 1, 3, 7, 15, 31, 61, 91}
-				for i := range want {
-					want[i] *= time.Second
-				}
-				if !slices.Equal(at, want) {
-					t.Errorf("acquisitions at %v, want %v", at, want)
-				}
-				if got := len(r.announced()); got != 1 {
-					t.Errorf("OnLease called %d times, want 1", got)
+				if got := at[:min(len(at), 5)]; !slices.Equal(got, want[draw.name]) {
+					t.Errorf("renewals at %v, want %v first", at, want[draw.name])
 				}
 			})
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,9 @@ type Keeper struct {
 	retry   time.Duration
 	log     *slog.Logger
 	onLease func(Lease)
+	// randN returns a random duration in [0, n), for the retries' jitter:
+	// rand.N, or a fixed choice in tests (set before Start).
+	randN func(n time.Duration) time.Duration
 
 	// state is the published lease; nil while none may be used. It is
 	// replaced whole, so Allow sees one consistent snapshot in one load.
@@ -138,6 +142,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		retry:   cfg.RetryInterval,
 		log:     cfg.Logger,
 		onLease: cfg.OnLease,
+		randN:   rand.N[time.Duration],
 		lost:    make(chan struct{}),
 		giveUp:  make(chan struct{}, 1),
 	}, nil

@@ -1,0 +1,83 @@
+package segment_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// TestTagsFromReload: Tags answers from the rows of the last reload and the
+// tags created since, and never asks the store.
+func TestTagsFromReload(t *testing.T) {
+	ctx := context.Background()
+	updated := time.Date(2040, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	st := newFakeStore(
+		segment.Tag{AppTag: "b", MaxID: 7, Step: 10, Description: "second", UpdateTime: updated},
+		segment.Tag{AppTag: "a", MaxID: 3, Step: 20, Description: "first", UpdateTime: updated},
+	)
+	clock := &fakeClock{now: time.Date(2041, 1, 1, 0, 0, 0, 0, time.UTC)}
+	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
+	lists := st.lists.Load()
+
+	for range 100 {
+		a.Tags()
+	}
+	got := a.Tags()
+	want := []segment.Tag{
+		{AppTag: "a", MaxID: 3, Step: 20, Description: "first", UpdateTime: updated},
+		{AppTag: "b", MaxID: 7, Step: 10, Description: "second", UpdateTime: updated},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Tags() = %+v, want %+v", got, want)
+	}
+
+	if err := a.CreateTag(ctx, segment.Tag{AppTag: "ab", Step: 5, Start: 100, Description: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	got = a.Tags()
+	if names := tagNames(got); names != "a ab b" {
+		t.Errorf("after CreateTag, Tags() lists %q, want %q", names, "a ab b")
+	}
+	if r := got[1]; r.MaxID != 99 || r.Step != 5 || r.Description != "new" || !r.UpdateTime.Equal(clock.Now()) {
+		t.Errorf("created row = %+v, want max_id 99, step 5, description new, update_time %s", r, clock.Now())
+	}
+	if n := st.lists.Load(); n != lists {
+		t.Errorf("Tags and CreateTag listed the store %d times, want 0", n-lists)
+	}
+
+	// A store fault keeps the last list.
+	st.failing.Store(true)
+	if names := tagNames(a.Tags()); names != "a ab b" {
+		t.Errorf("with the store down, Tags() lists %q, want the last list", names)
+	}
+}
+
+// TestTagsFollowReloads: rows written by another instance show in Tags after
+// the next reload, with their new max_id.
+func TestTagsFollowReloads(t *testing.T) {
+	ctx := context.Background()
+	st := newFakeStore(segment.Tag{AppTag: "a", Step: 10})
+	a := newAllocator(t, st, segment.Config{TagRefresh: 10 * time.Millisecond})
+	if err := st.CreateTag(ctx, segment.Tag{AppTag: "c", Step: 10, Start: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Fetch(ctx, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		tags := a.Tags()
+		return tagNames(tags) == "a c" && tags[0].MaxID == 10
+	})
+}
+
+func tagNames(tags []segment.Tag) string {
+	names := make([]string, len(tags))
+	for i, t := range tags {
+		names[i] = t.AppTag
+	}
+	return strings.Join(names, " ")
+}

@@ -1,0 +1,72 @@
+package segment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// WasteReason says why reserved IDs will never be issued. Each is a gap in
+// the tag's sequence, never a duplicate. The set is closed: metrics may
+// label by it.
+type WasteReason string
+
+// The reasons, as the allocator learns of them. Only what is certain is
+// counted: a fetch that failed after its deadline (ErrFetchTimedOut) may or
+// may not have reserved a range, so its IDs are not counted here, and a range
+// refused as rewound (ErrRewound) is the store's confusion, counted as a
+// refused range instead.
+const (
+	// WasteBatch: a batch (NextN) larger than both segments is claimed in
+	// parts; when a later part fails, the IDs claimed for the earlier ones
+	// are lost.
+	WasteBatch WasteReason = "batch_failed"
+	// WasteInterleaved: at Close, the unused rest of the current segment
+	// when another instance fetched a range between it and the prefetched
+	// one. Only IDs up to the row's max_id can be handed back; these lie
+	// below another instance's range.
+	WasteInterleaved WasteReason = "interleaved"
+	// WasteGiveBackRefused: at Close, the row's max_id had moved on (another
+	// instance fetched after this one), so the unused IDs cannot be handed
+	// back.
+	WasteGiveBackRefused WasteReason = "give_back_refused"
+	// WasteGiveBackFailed: at Close, the store failed the give-back.
+	WasteGiveBackFailed WasteReason = "give_back_failed"
+)
+
+// WasteReasons lists every WasteReason, for metrics to expose at 0.
+func WasteReasons() []WasteReason {
+	return []WasteReason{WasteBatch, WasteInterleaved, WasteGiveBackRefused, WasteGiveBackFailed}
+}
+
+// ErrFetchTimedOut wraps the error of a Store.Fetch that failed after its
+// deadline (Config.FetchTimeout). The store may have committed the range
+// before the call was cut short; this allocator never uses it, so it may be
+// a gap of up to the step asked for. Nothing tells whether it was, so it is
+// not counted as wasted. It is retried like any store fault.
+var ErrFetchTimedOut = errors.New("segment fetch timed out; the store may have reserved the range all the same, which is then never used")
+
+// timedStore is the allocator's view of its store: it marks a Fetch that
+// failed after its context's deadline with ErrFetchTimedOut.
+type timedStore struct{ Store }
+
+func (s timedStore) Fetch(ctx context.Context, tag string, step int64) (Fetched, error) {
+	f, err := s.Store.Fetch(ctx, tag, step)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !isFinal(err) {
+		err = fmt.Errorf("%w: %w", ErrFetchTimedOut, err)
+	}
+	return f, err
+}
+
+// waste records n IDs of b's that will never be issued.
+func (b *buffer) waste(n int64, why WasteReason) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.wasted += n
+	b.mu.Unlock()
+	if obs := b.a.cfg.Observer; obs != nil {
+		obs.Wasted(b.tag, n, why)
+	}
+}
