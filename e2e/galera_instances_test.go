@@ -3,12 +3,9 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,41 +14,13 @@ import (
 	"time"
 )
 
-// newGaleraInstance prepares an idalloc instance on dsn without starting
-// it (startTogether starts several at once). Like startInstance, every
-// incarnation is killed at t's cleanup and its logs are shown when t failed.
-func newGaleraInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]any) *instance {
-	t.Helper()
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	in := &instance{
-		t: t, env: env, name: name, dsn: dsn,
-		addr:    "127.0.0.1:" + strconv.Itoa(port),
-		cfgPath: filepath.Join(dir, name+".json"),
-	}
-	in.url = "http://" + in.addr
-	in.ctl = newClient(in.url, 5*time.Second)
-	body, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(in.cfgPath, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.cleanup)
-	return in
-}
-
 // galeraInstances prepares one instance per node (a on node 1, b on 2, c on
 // 3), each with the plain DSN of its own node.
 func galeraInstances(t *testing.T, c *galeraCluster, db string, cfg map[string]any) []*instance {
 	t.Helper()
 	var insts []*instance
 	for i, n := range c.nodes {
-		insts = append(insts, newGaleraInstance(t, c.env, string(rune('a'+i)), n.dsn(db), cfg))
+		insts = append(insts, newInstance(t, c.env, string(rune('a'+i)), n.dsn(db), cfg))
 	}
 	return insts
 }

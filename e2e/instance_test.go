@@ -75,35 +75,44 @@ func config(over map[string]any) map[string]any {
 }
 
 // startInstance writes cfg, starts idalloc on dsn's database and waits until
-// /health answers 200. initSchema applies schema.sql first (the first
+// /health answers 200 (newInstance prepares it). initSchema applies schema.sql first (the first
 // instance of a database). Every incarnation is killed at t's cleanup, and
 // the ends of its logs are shown when t failed.
 func startInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]any, initSchema bool) *instance {
+	t.Helper()
+	inst := newInstance(t, env, name, dsn, cfg)
+	if err := inst.start(initSchema); err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// newInstance prepares an idalloc instance on dsn with config cfg without
+// starting it, on a port of its own. Every incarnation is killed at t's
+// cleanup and the ends of its logs are shown when t failed.
+func newInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]any) *instance {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	inst := &instance{
+	in := &instance{
 		t: t, env: env, name: name, dsn: dsn,
 		addr:    "127.0.0.1:" + strconv.Itoa(port),
 		cfgPath: filepath.Join(dir, name+".json"),
 	}
-	inst.url = "http://" + inst.addr
-	inst.ctl = newClient(inst.url, 5*time.Second)
+	in.url = "http://" + in.addr
+	in.ctl = newClient(in.url, 5*time.Second)
 	body, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(inst.cfgPath, body, 0o644); err != nil {
+	if err := os.WriteFile(in.cfgPath, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(inst.cleanup)
-	if err := inst.start(initSchema); err != nil {
-		t.Fatal(err)
-	}
-	return inst
+	t.Cleanup(in.cleanup)
+	return in
 }
 
 // start starts a new incarnation and waits until it serves (/health 200),
