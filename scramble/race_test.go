@@ -1,0 +1,5 @@
+//go:build race
+
+package scramble
+
+const raceEnabled = true
