@@ -158,7 +158,7 @@ func run(args []string) error {
 		deps.Snowflake, deps.OwnLease = source, keeper
 	}
 	srv, err := server.New(server.Config{
-		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch, SegmentMaxStep: cfg.Segment.MaxStep,
+		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
 		Logger: log, Metrics: metrics, Gatherer: reg,
 	}, deps)
 	if err != nil {

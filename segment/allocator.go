@@ -6,6 +6,16 @@
 // Guarantees: no ID is handed out twice, by this or any other allocator on the
 // same store; per tag, the IDs one caller receives strictly increase; Close
 // gives unused IDs back to the store when no one advanced the row meanwhile.
+//
+// Errors carry their meaning: every refusal is an *Error with a Kind
+// (invalid, not_found, exists, exhausted, unavailable) and the message a
+// user reads, which names the input at fault and what a valid one is
+// ("invalid step: must be from 1 to 1000000"). The rules and the words
+// live here, once: CheckNewTag holds every rule a new tag must meet.
+// Front ends (HTTP, RESP) parse their wire format, call the Allocator, and
+// answer an error with Describe: the Kind picks their own code or class
+// from one small table, the message goes out unchanged. The sentinels
+// (ErrUnknownTag, ErrInvalidStep, ...) match with errors.Is.
 package segment
 
 import (
@@ -68,6 +78,8 @@ const minReloadGap = time.Second
 type Allocator struct {
 	store Store
 	cfg   Config
+	// errStep refuses a step above cfg.MaxStep in words that name it.
+	errStep *Error
 
 	// tags is replaced whole (copy on write) so lookups take no lock.
 	tags   atomic.Pointer[map[string]*buffer]
@@ -112,7 +124,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Allocator{store: timedStore{store}, cfg: cfg, closing: make(chan struct{})}
+	a := &Allocator{store: timedStore{store}, cfg: cfg, errStep: stepError(cfg.MaxStep), closing: make(chan struct{})}
 	a.tags.Store(&map[string]*buffer{})
 	a.rows.Store(&[]Tag{})
 	if err := a.reload(ctx); err != nil {
@@ -223,17 +235,13 @@ func (b *buffer) stats() TagStats {
 func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 
 // CreateTag adds a tag to the store and serves it at once. Start 0 means 1.
-// Errors: ErrInvalidTag, ErrInvalidStep (step outside [1, MaxStep] or start
-// outside [1, MaxUsableID]), ErrTagExists, ErrUnavailable (a store fault).
+// Errors: those of CheckNewTag with Config.MaxStep (ErrInvalidTag,
+// ErrInvalidStep naming the cap, ErrInvalidStart, ErrInvalidDescription),
+// ErrTagExists, ErrUnavailable (a store fault).
 func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
-	if !ValidTag(t.AppTag) {
-		return ErrInvalidTag
-	}
-	if t.Start == 0 {
-		t.Start = 1
-	}
-	if t.Step < 1 || t.Step > a.cfg.MaxStep || t.Start < 1 || t.Start > MaxUsableID {
-		return ErrInvalidStep
+	t, err := checkNewTag(t, a.cfg.MaxStep, a.errStep)
+	if err != nil {
+		return err
 	}
 	if err := a.store.CreateTag(ctx, t); err != nil {
 		if errors.Is(err, ErrTagExists) {

@@ -20,9 +20,18 @@ type counterSegments struct {
 
 func (c *counterSegments) Next(context.Context, string) (int64, error) { return c.n.Add(1), nil }
 
+// counterFlake is the cheapest snowflake source, for the same reason. Only
+// Next is ever called.
+type counterFlake struct {
+	Snowflakes
+	n atomic.Int64
+}
+
+func (c *counterFlake) Next() (int64, error) { return c.n.Add(1), nil }
+
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
-	srv, err := New(Config{}, Deps{Segments: &counterSegments{}, Store: &fakePinger{}})
+	srv, err := New(Config{}, Deps{Segments: &counterSegments{}, Store: &fakePinger{}, Snowflake: &counterFlake{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,8 +59,10 @@ func noopChi() http.Handler {
 	return r
 }
 
-func serveLoop(b *testing.B, h http.Handler) {
-	req := httptest.NewRequest(http.MethodGet, "/alloc?app_tag=order", nil)
+func serveLoop(b *testing.B, h http.Handler) { serveTarget(b, h, "/alloc?app_tag=order") }
+
+func serveTarget(b *testing.B, h http.Handler, target string) {
+	req := httptest.NewRequest(http.MethodGet, target, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		h.ServeHTTP(httptest.NewRecorder(), req)
@@ -71,6 +82,10 @@ func serveParallel(b *testing.B, h http.Handler) {
 func BenchmarkAlloc(b *testing.B)   { serveLoop(b, benchServer(b)) }
 func BenchmarkBareChi(b *testing.B) { serveLoop(b, bareChi()) }
 func BenchmarkNoopChi(b *testing.B) { serveLoop(b, noopChi()) }
+
+// BenchmarkSnowflake is GET /snowflake, the other hot path: the same
+// allocations as NoopChi's (httptest's and chi's) plus the recorder's body.
+func BenchmarkSnowflake(b *testing.B) { serveTarget(b, benchServer(b), "/snowflake") }
 
 func BenchmarkAllocParallel(b *testing.B)   { serveParallel(b, benchServer(b)) }
 func BenchmarkBareChiParallel(b *testing.B) { serveParallel(b, bareChi()) }

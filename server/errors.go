@@ -25,7 +25,7 @@ const (
 	codeConflict         = 10
 )
 
-// Errors the server itself raises; they go through the same table.
+// Errors the server itself raises, answered from ownErrors.
 var (
 	errNotFound         = errors.New("unknown route")
 	errMethodNotAllowed = errors.New("method not allowed")
@@ -45,40 +45,52 @@ type answer struct {
 	msg    string
 }
 
-// errorTable maps every error a handler may meet to its answer; the first
-// entry that errors.Is matches wins. Messages are fixed: the error's own
-// text may carry internals and is only logged. Anything absent is an
-// internal error.
-var errorTable = []struct {
+// kindTable is the contract's answer to each kind of domain error: the
+// domain packages (segment, workerlease, snowflake) own the rules and the
+// words, and this table only says which resp_code and HTTP status each Kind
+// gets; the message is the domain error's own. The packages spell a shared
+// kind the same way, so one row serves all three: segment's "invalid" is
+// workerlease's and snowflake's too. A Kind missing here would be answered
+// as an internal error; TestKindTable lists every package's kinds.
+var kindTable = []struct {
+	kind         string
+	code, status int
+}{
+	{string(segment.KindInvalid), codeBadRequest, http.StatusBadRequest},
+	{string(segment.KindNotFound), codeUnknownTag, http.StatusNotFound},
+	{string(segment.KindUnavailable), codeUnavailable, http.StatusServiceUnavailable},
+	{string(snowflake.KindClockBackwards), codeClockDrift, http.StatusServiceUnavailable},
+	{string(workerlease.KindNoWorkerID), codeNoWorkerID, http.StatusConflict},
+	{string(workerlease.KindConflict), codeLeaseConflict, http.StatusConflict},
+	{string(segment.KindExists), codeConflict, http.StatusConflict},
+	{string(segment.KindExhausted), codeConflict, http.StatusConflict},
+}
+
+// describe finds the domain error in err: its Kind, as the shared word, and
+// its message. No error the server meets wraps errors of two packages; the
+// order follows the handlers' (workerlease.Source passes snowflake's errors
+// on).
+func describe(err error) (kind, msg string, ok bool) {
+	if k, m, ok := segment.Describe(err); ok {
+		return string(k), m, true
+	}
+	if k, m, ok := snowflake.Describe(err); ok {
+		return string(k), m, true
+	}
+	if k, m, ok := workerlease.Describe(err); ok {
+		return string(k), m, true
+	}
+	return "", "", false
+}
+
+// ownErrors are the errors only this front end raises (routes, admin
+// rules, modes switched off), with their answers. Anything that is neither
+// a domain error, one of these nor a paramError is an internal error: its
+// text may carry internals and is only logged.
+var ownErrors = []struct {
 	err error
 	answer
 }{
-	{segment.ErrInvalidTag, answer{codeBadRequest, http.StatusBadRequest, "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$"}},
-	{segment.ErrInvalidStep, answer{codeBadRequest, http.StatusBadRequest, "invalid step or start: step must be from 1 to the configured maximum, start from 1 to " + strconv.FormatInt(segment.MaxUsableID, 10)}},
-	{segment.ErrUnknownTag, answer{codeUnknownTag, http.StatusNotFound, "unknown app_tag: create it with POST /tags first"}},
-	{segment.ErrUnavailable, answer{codeUnavailable, http.StatusServiceUnavailable, "unavailable: the store is unreachable or too slow; retry (IDs already buffered are still served)"}},
-	{segment.ErrClosed, answer{codeUnavailable, http.StatusServiceUnavailable, "draining: retry on another instance"}},
-	{segment.ErrExhausted, answer{codeConflict, http.StatusConflict, "app_tag ID space exhausted"}},
-	{segment.ErrTagExists, answer{codeConflict, http.StatusConflict, "app_tag already exists"}},
-
-	{snowflake.ErrInvalidID, answer{codeBadRequest, http.StatusBadRequest, "invalid id: want a non-negative 64-bit snowflake ID"}},
-	{snowflake.ErrClockDriftTryLater, answer{codeClockDrift, http.StatusServiceUnavailable, "clock moved backwards: retry later or on another instance"}},
-	// The generator has stopped for good and gives its lease up; resp_code 4
-	// rather than 3 because the cause is this host's clock, and the
-	// client's remedy is the same as for a short drift: another instance.
-	{snowflake.ErrClockDriftTooLargeToRecover, answer{codeClockDrift, http.StatusServiceUnavailable, "clock moved backwards too far: snowflake stopped on this instance, use another instance"}},
-	{snowflake.ErrFenced, answer{codeUnavailable, http.StatusServiceUnavailable, "worker lease not confirmed: retry"}},
-
-	{workerlease.ErrNoWorkerID, answer{codeNoWorkerID, http.StatusConflict, "no worker ID available in the cluster"}},
-	{workerlease.ErrUnavailable, answer{codeUnavailable, http.StatusServiceUnavailable, "unavailable: the lease store is unreachable; retry"}},
-	{workerlease.ErrTokenMismatch, answer{codeLeaseConflict, http.StatusConflict, "worker ID is held by another token"}},
-	{workerlease.ErrLeaseExpired, answer{codeLeaseConflict, http.StatusConflict, "lease expired: acquire a new worker ID"}},
-	{workerlease.ErrNotAssigned, answer{codeLeaseConflict, http.StatusConflict, "worker ID is not assigned"}},
-	{workerlease.ErrInvalidWorkerID, answer{codeBadRequest, http.StatusBadRequest, "invalid worker_id: out of range"}},
-	{workerlease.ErrInvalidToken, answer{codeBadRequest, http.StatusBadRequest, "invalid token: want 22 base64url characters"}},
-	{workerlease.ErrInvalidCluster, answer{codeBadRequest, http.StatusBadRequest, "invalid cluster: want 1 to 64 characters of A-Z a-z 0-9 _ . : -"}},
-	{workerlease.ErrInvalidTimestamp, answer{codeBadRequest, http.StatusBadRequest, "invalid last_timestamp_ms: must be Unix milliseconds, from 0 to a day past this server's clock"}},
-
 	{errNotFound, answer{codeUnknownTag, http.StatusNotFound, "unknown route"}},
 	{errMethodNotAllowed, answer{codeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed: see the Allow header"}},
 	{errUnauthorized, answer{codeUnauthorized, http.StatusUnauthorized, "missing or wrong admin token: send Authorization: Bearer <admin_token>"}},
@@ -94,9 +106,12 @@ var errorTable = []struct {
 
 var internalAnswer = answer{codeInternal, http.StatusInternalServerError, "internal error"}
 
-// paramError is a bad request naming the parameter or body field at fault.
-// Its message is built from our own words and the field's name only, never
-// from the offending value.
+// paramError is a request this front end cannot read: a parameter or body
+// field absent, of the wrong JSON type, badly escaped, or a body that is not
+// a JSON object. The domain never sees such a request, so the words are the
+// server's; what the domain refuses (a tag, step or token out of its rules)
+// comes back as the domain's *Error instead. Its message is built from our
+// own words and the field's name only, never from the offending value.
 type paramError struct {
 	msg string
 }
@@ -107,12 +122,22 @@ func badParam(field, why string) error { return &paramError{"invalid " + field +
 
 func missingParam(field string) error { return &paramError{"missing " + field} }
 
-// classify finds err's answer.
+// classify finds err's answer: a wire-format error (paramError) is a bad
+// request in its own words; a domain error is answered by its Kind, with
+// its message; then the server's own errors; anything else is internal.
 func classify(err error) answer {
 	if pe, ok := errors.AsType[*paramError](err); ok {
 		return answer{codeBadRequest, http.StatusBadRequest, pe.msg}
 	}
-	for _, e := range errorTable {
+	if kind, msg, ok := describe(err); ok {
+		for _, k := range kindTable {
+			if k.kind == kind {
+				return answer{k.code, k.status, msg}
+			}
+		}
+		return internalAnswer
+	}
+	for _, e := range ownErrors {
 		if errors.Is(err, e.err) {
 			return e.answer
 		}

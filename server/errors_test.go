@@ -14,11 +14,15 @@ import (
 
 const goodToken = "AAAAAAAAAAAAAAAAAAAAAA"
 
-// TestBadInput walks the contract's resp_code table over HTTP: each bad
-// input gets its JSON answer and HTTP status (Retry-After on 503, checked by
-// decodeReply), and invalid input reaches no dependency.
+// TestBadInput walks the contract's resp_code table over HTTP, on fakes:
+// each bad request gets its JSON answer and HTTP status (Retry-After on 503,
+// checked by decodeReply). Its cases are what the server itself refuses
+// (absent or malformed parameters, JSON that does not parse or has the
+// wrong shape, routes, admin rules), which reach no dependency, and the
+// domain's errors injected through the fakes. Input that the domain
+// refuses by its rules (tags, steps, starts, clusters, tokens, worker IDs,
+// snowflake IDs) is TestBadInputSameWordsAsDomain's, on the real domain.
 func TestBadInput(t *testing.T) {
-	tooLong := strings.Repeat("a", 65)
 	tests := []struct {
 		name           string
 		method, target string
@@ -34,15 +38,7 @@ func TestBadInput(t *testing.T) {
 		{name: "missing app_tag", target: "/alloc", wantStatus: 400, wantCode: 1, wantMsg: "missing app_tag", wantUntouched: true},
 		{name: "empty app_tag", target: "/alloc?app_tag=", wantStatus: 400, wantCode: 1, wantMsg: "app_tag", wantUntouched: true},
 		{name: "other parameter only", target: "/alloc?tag=order", wantStatus: 400, wantCode: 1, wantMsg: "app_tag", wantUntouched: true},
-		{name: "app_tag too long", target: "/alloc?app_tag=" + tooLong, wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag with space", target: "/alloc?app_tag=a+b", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag with slash", target: "/alloc?app_tag=a/b", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag bad escape", target: "/alloc?app_tag=%zz", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag escaped NUL", target: "/alloc?app_tag=order%00", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag escaped newline", target: "/alloc?app_tag=order%0Alevel%3DERROR", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag unicode", target: "/alloc?app_tag=%E2%9C%93", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag SQL injection", target: "/alloc?app_tag=x%27%3B%20DROP%20TABLE%20segments%3B--", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
-		{name: "app_tag SQL injection raw", target: "/alloc?app_tag=x'OR'1'='1", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
+		{name: "app_tag bad escape", target: "/alloc?app_tag=%zz", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag: bad percent-encoding", wantUntouched: true},
 		{name: "count 0", target: "/alloc?app_tag=order&count=0", wantStatus: 400, wantCode: 1, wantMsg: "count", wantUntouched: true},
 		{name: "count -1", target: "/alloc?app_tag=order&count=-1", wantStatus: 400, wantCode: 1, wantMsg: "count", wantUntouched: true},
 		{name: "count 1001", target: "/alloc?app_tag=order&count=1001", wantStatus: 400, wantCode: 1, wantMsg: "from 1 to 1000", wantUntouched: true},
@@ -64,7 +60,6 @@ func TestBadInput(t *testing.T) {
 
 		// /health?app_tag.
 		{name: "left of unknown tag", target: "/health?app_tag=nope", wantStatus: 404, wantCode: 2, wantMsg: "unknown app_tag"},
-		{name: "left of invalid tag", target: "/health?app_tag=no%20pe", wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
 		{name: "left of empty tag", target: "/health?app_tag=", wantStatus: 400, wantCode: 1, wantMsg: "app_tag", wantUntouched: true},
 
 		// Routing.
@@ -85,22 +80,17 @@ func TestBadInput(t *testing.T) {
 		{name: "tags JSON array", method: "POST", target: "/tags", body: `[1]`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "tags trailing data", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10} x`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "tags empty body", method: "POST", target: "/tags", headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "missing app_tag", wantUntouched: true},
-		{name: "tags invalid app_tag", method: "POST", target: "/tags", body: `{"app_tag":"a b","step":10}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid app_tag", wantUntouched: true},
 		{name: "tags app_tag not string", method: "POST", target: "/tags", body: `{"app_tag":5,"step":10}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "app_tag", wantUntouched: true},
-		{name: "tags step 0", method: "POST", target: "/tags", body: `{"app_tag":"new","step":0}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid step", wantUntouched: true},
-		{name: "tags step negative", method: "POST", target: "/tags", body: `{"app_tag":"new","step":-5}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid step", wantUntouched: true},
-		{name: "tags step above max", method: "POST", target: "/tags", body: `{"app_tag":"new","step":1000001}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid step", wantUntouched: true},
 		{name: "tags step missing", method: "POST", target: "/tags", body: `{"app_tag":"new"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "missing step", wantUntouched: true},
 		{name: "tags step fraction", method: "POST", target: "/tags", body: `{"app_tag":"new","step":1.5}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid step", wantUntouched: true},
 		{name: "tags step string", method: "POST", target: "/tags", body: `{"app_tag":"new","step":"10"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid step", wantUntouched: true},
-		{name: "tags start 0", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"start":0}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid start", wantUntouched: true},
-		{name: "tags start above the highest ID", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"start":9223372036854775807}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid start: must be from 1 to 9223372032559808511", wantUntouched: true},
+		{name: "tags start 0", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"start":0}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid start: must be from 1 to 9223372032559808511", wantUntouched: true},
+		{name: "tags description not string", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"description":1}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid description: want a string", wantUntouched: true},
 		{name: "tags unknown field", method: "POST", target: "/tags", body: `{"app_tag":"new","stpe":10}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `unknown field "stpe"`, wantUntouched: true},
 		{name: "tags duplicate app_tag", method: "POST", target: "/tags", body: `{"app_tag":"order","app_tag":"new","step":10}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `field "app_tag" given twice`, wantUntouched: true},
 		{name: "tags duplicate escaped key", method: "POST", target: "/tags", body: `{"app_tag":"order","app\u005ftag":"new","step":10}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `field "app_tag" given twice`, wantUntouched: true},
 		{name: "tags duplicate step", method: "POST", target: "/tags", body: `{"step":10,"app_tag":"new","step":20}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `field "step" given twice`, wantUntouched: true},
 		{name: "tags hostile unknown field", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"<script>":1}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "unknown field", wantUntouched: true},
-		{name: "tags description too long", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"description":"` + strings.Repeat("x", 257) + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "description", wantUntouched: true},
 		{name: "tags body too large", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10,"description":"` + strings.Repeat("x", 70<<10) + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "tags duplicate", method: "POST", target: "/tags", body: `{"app_tag":"order","step":10}`, headers: adminAuth, wantStatus: 409, wantCode: 10, wantMsg: "already exists"},
 
@@ -115,7 +105,6 @@ func TestBadInput(t *testing.T) {
 		{name: "snowflake fenced", target: "/snowflake", setup: func(r *rig) { r.flake.err = snowflake.ErrFenced }, wantStatus: 503, wantCode: 3, wantMsg: "lease"},
 		{name: "decompose letters", target: "/snowflake/abc", wantStatus: 400, wantCode: 1, wantMsg: "invalid id", wantUntouched: true},
 		{name: "decompose plus sign", target: "/snowflake/+5", wantStatus: 400, wantCode: 1, wantMsg: "without '+'", wantUntouched: true},
-		{name: "decompose negative", target: "/snowflake/-1", wantStatus: 400, wantCode: 1, wantMsg: "invalid id", wantUntouched: true},
 		{name: "decompose overflow", target: "/snowflake/9223372036854775808", wantStatus: 400, wantCode: 1, wantMsg: "invalid id", wantUntouched: true},
 		{name: "decompose disabled", target: "/snowflake/1", setup: func(r *rig) { r.srv.flake = nil }, wantStatus: 409, wantCode: 5, wantMsg: "not enabled"},
 
@@ -123,7 +112,7 @@ func TestBadInput(t *testing.T) {
 		{name: "own lease none", target: "/workerid", setup: func(r *rig) { r.own.held = false }, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},
 		{name: "acquire without token", method: "POST", target: "/workerid", wantStatus: 401, wantCode: 7, wantUntouched: true},
 		{name: "acquire none free", method: "POST", target: "/workerid", headers: adminAuth, setup: func(r *rig) { r.leases.err = workerlease.ErrNoWorkerID }, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},
-		{name: "acquire bad cluster", method: "POST", target: "/workerid", body: `{"cluster":"a b"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid cluster", wantUntouched: true},
+		{name: "acquire empty cluster", method: "POST", target: "/workerid", body: `{"cluster":""}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid cluster: want 1 to 64", wantUntouched: true},
 		{name: "acquire cluster not string", method: "POST", target: "/workerid", body: `{"cluster":1}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "cluster", wantUntouched: true},
 		{name: "acquire not JSON", method: "POST", target: "/workerid", body: `cluster=c`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "acquire duplicate cluster", method: "POST", target: "/workerid", body: `{"cluster":"a","cluster":"b"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `field "cluster" given twice`, wantUntouched: true},
@@ -132,17 +121,13 @@ func TestBadInput(t *testing.T) {
 		{name: "renew not JSON", method: "POST", target: "/workerid/renew", body: `worker_id=7`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "renew missing worker_id", method: "POST", target: "/workerid/renew", body: `{"token":"` + goodToken + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "missing worker_id", wantUntouched: true},
 		{name: "renew null worker_id", method: "POST", target: "/workerid/renew", body: `{"worker_id":null,"token":"` + goodToken + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "missing worker_id", wantUntouched: true},
-		{name: "renew negative worker_id", method: "POST", target: "/workerid/renew", body: `{"worker_id":-1,"token":"` + goodToken + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid worker_id", wantUntouched: true},
-		{name: "renew worker_id above max", method: "POST", target: "/workerid/renew", body: `{"worker_id":1024,"token":"` + goodToken + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid worker_id", wantUntouched: true},
 		{name: "renew worker_id string", method: "POST", target: "/workerid/renew", body: `{"worker_id":"7","token":"` + goodToken + `"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid worker_id", wantUntouched: true},
+		{name: "renew token not string", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":5}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid token: want a string", wantUntouched: true},
+		{name: "renew timestamp not integer", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `","last_timestamp_ms":"5"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid last_timestamp_ms: want an integer", wantUntouched: true},
 		{name: "renew missing token", method: "POST", target: "/workerid/renew", body: `{"worker_id":7}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "missing token", wantUntouched: true},
-		{name: "renew short token", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"abc"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid token", wantUntouched: true},
-		{name: "renew token bad chars", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"AAAAAAAAAAAAAAAAAAAAA+"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid token", wantUntouched: true},
-		{name: "renew negative timestamp", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `","last_timestamp_ms":-1}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "last_timestamp_ms", wantUntouched: true},
 		{name: "renew unknown field", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `","last_timestamp":5}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `unknown field "last_timestamp"`, wantUntouched: true},
 		{name: "renew duplicate worker_id", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `","worker_id":8}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `field "worker_id" given twice`, wantUntouched: true},
 		{name: "renew duplicate last_timestamp_ms", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `","last_timestamp_ms":1,"last_timestamp_ms":2}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: `field "last_timestamp_ms" given twice`, wantUntouched: true},
-		{name: "renew bad cluster", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `","cluster":"x;y"}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid cluster", wantUntouched: true},
 		{name: "renew token mismatch", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `"}`, headers: adminAuth, setup: func(r *rig) { r.leases.err = workerlease.ErrTokenMismatch }, wantStatus: 409, wantCode: 6, wantMsg: "another token"},
 		{name: "renew expired", method: "POST", target: "/workerid/renew", body: `{"worker_id":7,"token":"` + goodToken + `"}`, headers: adminAuth, setup: func(r *rig) { r.leases.err = fmt.Errorf("renew: %w", workerlease.ErrLeaseExpired) }, wantStatus: 409, wantCode: 6, wantMsg: "expired"},
 		{name: "release not assigned", method: "POST", target: "/workerid/release", body: `{"worker_id":7,"token":"` + goodToken + `"}`, headers: adminAuth, setup: func(r *rig) { r.leases.err = workerlease.ErrNotAssigned }, wantStatus: 409, wantCode: 6, wantMsg: "not assigned"},
@@ -229,7 +214,7 @@ func TestInternalError(t *testing.T) {
 }
 
 // TestErrorTable pins each sentinel's answer, wrapped as the domain
-// packages wrap them.
+// packages wrap them, and that the message is the domain error's own.
 func TestErrorTable(t *testing.T) {
 	tests := []struct {
 		err                  error
@@ -237,6 +222,8 @@ func TestErrorTable(t *testing.T) {
 	}{
 		{segment.ErrInvalidTag, 1, 400},
 		{segment.ErrInvalidStep, 1, 400},
+		{segment.ErrInvalidStart, 1, 400},
+		{segment.ErrInvalidDescription, 1, 400},
 		{segment.ErrUnknownTag, 2, 404},
 		{segment.ErrUnavailable, 3, 503},
 		{segment.ErrClosed, 3, 503},
@@ -247,6 +234,7 @@ func TestErrorTable(t *testing.T) {
 		{snowflake.ErrClockDriftTooLargeToRecover, 4, 503},
 		{snowflake.ErrFenced, 3, 503},
 		{workerlease.ErrNoWorkerID, 5, 409},
+		{workerlease.ErrUnavailable, 3, 503},
 		{workerlease.ErrTokenMismatch, 6, 409},
 		{workerlease.ErrLeaseExpired, 6, 409},
 		{workerlease.ErrNotAssigned, 6, 409},
@@ -254,6 +242,8 @@ func TestErrorTable(t *testing.T) {
 		{workerlease.ErrInvalidToken, 1, 400},
 		{workerlease.ErrInvalidCluster, 1, 400},
 		{workerlease.ErrInvalidTimestamp, 1, 400},
+		{segment.ErrRewound, 8, 500},
+		{snowflake.ErrTimeExhausted, 8, 500},
 		{errors.New("anything else"), 8, 500},
 	}
 	for _, tt := range tests {
@@ -261,6 +251,48 @@ func TestErrorTable(t *testing.T) {
 			got := classify(fmt.Errorf("context: %w", tt.err))
 			if got.code != tt.wantCode || got.status != tt.wantStatus {
 				t.Errorf("classify = %d/%d, want %d/%d", got.code, got.status, tt.wantCode, tt.wantStatus)
+			}
+			if tt.wantCode != codeInternal && got.msg != tt.err.Error() {
+				t.Errorf("msg = %q, want the domain's %q", got.msg, tt.err.Error())
+			}
+		})
+	}
+}
+
+// TestKindTable checks that every Kind of every domain package has the
+// contract's answer, so a kind spelt differently in one package, or added
+// without a row, cannot fall through to an internal error.
+func TestKindTable(t *testing.T) {
+	tests := []struct {
+		err                  error
+		wantCode, wantStatus int
+	}{
+		{&segment.Error{Kind: segment.KindInvalid, Field: "f", Reason: "r"}, 1, 400},
+		{&segment.Error{Kind: segment.KindNotFound, Reason: "r"}, 2, 404},
+		{&segment.Error{Kind: segment.KindExists, Reason: "r"}, 10, 409},
+		{&segment.Error{Kind: segment.KindExhausted, Reason: "r"}, 10, 409},
+		{&segment.Error{Kind: segment.KindUnavailable, Reason: "r"}, 3, 503},
+		{&workerlease.Error{Kind: workerlease.KindInvalid, Field: "f", Reason: "r"}, 1, 400},
+		{&workerlease.Error{Kind: workerlease.KindNoWorkerID, Reason: "r"}, 5, 409},
+		{&workerlease.Error{Kind: workerlease.KindConflict, Reason: "r"}, 6, 409},
+		{&workerlease.Error{Kind: workerlease.KindUnavailable, Reason: "r"}, 3, 503},
+		{&snowflake.Error{Kind: snowflake.KindInvalid, Field: "f", Reason: "r"}, 1, 400},
+		{&snowflake.Error{Kind: snowflake.KindClockBackwards, Reason: "r"}, 4, 503},
+		{&snowflake.Error{Kind: snowflake.KindUnavailable, Reason: "r"}, 3, 503},
+		{&segment.Error{Kind: "no_such_kind", Reason: "r"}, 8, 500},
+	}
+	for _, tt := range tests {
+		kind, msg, _ := describe(tt.err)
+		t.Run(fmt.Sprintf("%T/%s", tt.err, kind), func(t *testing.T) {
+			got := classify(tt.err)
+			if got.code != tt.wantCode || got.status != tt.wantStatus {
+				t.Errorf("classify = %d/%d, want %d/%d", got.code, got.status, tt.wantCode, tt.wantStatus)
+			}
+			if tt.wantCode != codeInternal && got.msg != msg {
+				t.Errorf("msg = %q, want the domain's %q", got.msg, msg)
+			}
+			if tt.wantCode == codeInternal && got.msg != "internal error" {
+				t.Errorf("msg = %q for an unknown kind, want \"internal error\"", got.msg)
 			}
 		})
 	}

@@ -64,7 +64,12 @@ func newFakeSegments(tags ...string) *fakeSegments {
 	return f
 }
 
+// known answers as the allocator does: an invalid tag is refused in the
+// domain's words before any lookup, an absent one is unknown.
 func (f *fakeSegments) known(tag string) error {
+	if !segment.ValidTag(tag) {
+		return segment.ErrInvalidTag
+	}
 	f.tagsMu.Lock()
 	defer f.tagsMu.Unlock()
 	if _, ok := f.tags[tag]; !ok {
@@ -137,6 +142,10 @@ func (f *fakeSegments) CreateTag(ctx context.Context, t segment.Tag) error {
 	f.record("CreateTag " + t.AppTag)
 	if f.err != nil {
 		return f.err
+	}
+	t, err := segment.CheckNewTag(t, segment.DefaultMaxStep)
+	if err != nil {
+		return err
 	}
 	f.tagsMu.Lock()
 	defer f.tagsMu.Unlock()

@@ -14,22 +14,20 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-var (
-	errMissingTag = missingParam("app_tag")
-	errInvalidTag = badParam("app_tag", "must match ^[A-Za-z0-9_.:-]{1,64}$")
-)
+var errMissingTag = missingParam("app_tag")
 
-// tagParam reads the app_tag parameter. It is checked before anything else
-// sees it: an invalid tag reaches no store, log or metric label.
+// tagParam reads the app_tag parameter; absent or empty, it is missing. Its
+// rules are the allocator's: an invalid tag misses the allocator's tag map
+// and is refused there (segment.ErrInvalidTag) before it reaches a store,
+// log or metric label, so checking it here as well would only repeat the
+// check on every request.
 func tagParam(raw string) (string, error) {
 	tag, found, err := queryParam(raw, "app_tag")
 	switch {
 	case err != nil:
-		return "", errInvalidTag
+		return "", err
 	case !found || tag == "":
 		return "", errMissingTag
-	case !segment.ValidTag(tag):
-		return "", errInvalidTag
 	}
 	return tag, nil
 }

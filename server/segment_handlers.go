@@ -1,13 +1,11 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -118,8 +116,9 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 	}{success, t.AppTag, t.Step, t.Start, t.Description})
 }
 
-// readTag reads and checks POST /tags' body: app_tag and step are
-// required, start defaults to 1.
+// readTag reads POST /tags' body: app_tag and step are required, start
+// defaults to 1. Only the JSON is checked here; the tag's rules and their
+// words are the allocator's (segment.CheckNewTag).
 func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, error) {
 	o, err := readObject(w, r, "app_tag", "step", "start", "description")
 	if err != nil {
@@ -129,10 +128,8 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 	switch {
 	case err != nil:
 		return segment.Tag{}, err
-	case !ok || tag == "":
+	case !ok:
 		return segment.Tag{}, errMissingTag
-	case !segment.ValidTag(tag):
-		return segment.Tag{}, errInvalidTag
 	}
 	step, ok, err := o.int64("step")
 	switch {
@@ -140,8 +137,6 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 		return segment.Tag{}, err
 	case !ok:
 		return segment.Tag{}, missingParam("step")
-	case step < 1 || step > s.segmentMaxStep:
-		return segment.Tag{}, badParam("step", fmt.Sprintf("must be from 1 to %d", s.segmentMaxStep))
 	}
 	start, ok, err := o.int64("start")
 	switch {
@@ -149,15 +144,14 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 		return segment.Tag{}, err
 	case !ok:
 		start = 1
-	case start < 1 || start > segment.MaxUsableID:
-		return segment.Tag{}, badParam("start", fmt.Sprintf("must be from 1 to %d", segment.MaxUsableID))
+	case start == 0:
+		// The allocator reads Start 0 as "not given"; a client that wrote
+		// 0 asked for an ID below the first, which no tag has.
+		return segment.Tag{}, segment.ErrInvalidStart
 	}
 	desc, _, err := o.string("description")
-	switch {
-	case err != nil:
+	if err != nil {
 		return segment.Tag{}, err
-	case utf8.RuneCountInString(desc) > segment.MaxDescription:
-		return segment.Tag{}, badParam("description", fmt.Sprintf("longer than %d characters", segment.MaxDescription))
 	}
 	return segment.Tag{AppTag: tag, Step: step, Start: start, Description: desc}, nil
 }

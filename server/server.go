@@ -3,11 +3,16 @@
 // load-balancer health (/health) and Prometheus metrics (/metrics), exactly as
 // the contract in API.md describes them.
 //
-// Every response is a JSON envelope {"resp_code":N,"msg":"...",...}; errors
-// from the domain packages are mapped to a resp_code and HTTP status by one
-// table (errors.go), and anything it does not know is answered as an internal
-// error with a request ID, never with the error's own text. Input is
-// validated before it reaches a dependency, a log line or a metric label.
+// Every response is a JSON envelope {"resp_code":N,"msg":"...",...}. The
+// server is an adapter: it parses its wire format (query parameters, JSON
+// bodies) and refuses what it cannot read, calls the domain packages, which
+// own the rules for tags, steps, starts, clusters, tokens and IDs and the
+// words that refuse them, and maps their errors by Kind to a resp_code and
+// HTTP status in one table (errors.go), sending the domain's message as it
+// is. Anything neither the domain nor the server names is answered as an
+// internal error with a request ID, never with the error's own text. No
+// input reaches a store, a log line or a metric label before the domain
+// has accepted it.
 //
 // The hot paths (/alloc, /snowflake) read the raw query, build the body with
 // strconv into a pooled buffer and write it once, so they cost less than a
@@ -52,10 +57,11 @@ const (
 	shutdownTimeout   = 10 * time.Second
 )
 
-// Segments is what the server needs of segment.Allocator. Errors are the
-// segment package's sentinels (ErrUnknownTag, ErrUnavailable, ErrClosed,
-// ErrExhausted, ErrTagExists, ErrInvalidStep, ErrInvalidTag); anything else
-// is answered as an internal error.
+// Segments is what the server needs of segment.Allocator. It checks its
+// input itself: Next, NextN, Buffered and CreateTag refuse an invalid tag
+// (and CreateTag an invalid step, start or description) with a
+// *segment.Error, as they answer unknown tags, exhaustion and outages;
+// anything that is not a *segment.Error is answered as an internal error.
 type Segments interface {
 	Next(ctx context.Context, tag string) (int64, error)
 	NextN(ctx context.Context, tag string, dst []int64) error
@@ -97,9 +103,6 @@ type Config struct {
 	AdminToken string
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means 1000.
 	MaxBatch int
-	// SegmentMaxStep is the largest step POST /tags accepts; 0 means segment.DefaultMaxStep.
-	// Set it to segment.Config.MaxStep.
-	SegmentMaxStep int64
 	// HealthInterval is how often the store is pinged for /health; 0 means 2s.
 	HealthInterval time.Duration
 	// Logger receives request errors and health transitions; nil discards.
@@ -128,7 +131,6 @@ type Server struct {
 
 	adminToken     string
 	maxBatch       int
-	segmentMaxStep int64
 	healthInterval time.Duration
 
 	idsPool     sync.Pool // *[]int64 of len maxBatch
@@ -150,8 +152,8 @@ type Server struct {
 
 // New checks cfg and deps, pings the store once so /health is accurate from
 // the first request, and starts the health checker. Errors: a nil Segments
-// or Store, an OwnLease without Leases, a negative MaxBatch, SegmentMaxStep
-// or HealthInterval, or Metrics without Gatherer (or the other way round).
+// or Store, an OwnLease without Leases, a negative MaxBatch or
+// HealthInterval, or Metrics without Gatherer (or the other way round).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil || deps.Store == nil {
 		return nil, errors.New("server: Deps.Segments and Deps.Store are required")
@@ -159,8 +161,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.OwnLease != nil && deps.Leases == nil {
 		return nil, errors.New("server: Deps.OwnLease needs Deps.Leases, for max_worker_id")
 	}
-	if cfg.MaxBatch < 0 || cfg.SegmentMaxStep < 0 || cfg.HealthInterval < 0 {
-		return nil, errors.New("server: MaxBatch, SegmentMaxStep and HealthInterval must not be negative")
+	if cfg.MaxBatch < 0 || cfg.HealthInterval < 0 {
+		return nil, errors.New("server: MaxBatch and HealthInterval must not be negative")
 	}
 	s := &Server{
 		seg:            deps.Segments,
@@ -173,7 +175,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:            cfg.Logger,
 		adminToken:     cfg.AdminToken,
 		maxBatch:       orDefault(cfg.MaxBatch, DefaultMaxBatch),
-		segmentMaxStep: orDefault(cfg.SegmentMaxStep, segment.DefaultMaxStep),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
 		clockBase:      time.Now(),
 	}

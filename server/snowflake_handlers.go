@@ -71,10 +71,7 @@ func (s *Server) failSnowflake(w http.ResponseWriter, r *http.Request, err error
 	return s.fail(w, r, err)
 }
 
-var (
-	errBadID    = badParam("id", "want a non-negative 64-bit integer")
-	errSignedID = badParam("id", "write the digits alone, without '+'")
-)
+var errSignedID = badParam("id", "write the digits alone, without '+'")
 
 // handleDecompose serves GET /snowflake/{id}.
 func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
@@ -87,9 +84,11 @@ func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
 	if raw != "" && raw[0] == '+' {
 		return s.fail(w, r, errSignedID)
 	}
+	// What is not a 64-bit integer is no snowflake ID: the layout's words
+	// say so, as they do for a negative one, which Decompose refuses.
 	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id < 0 {
-		return s.fail(w, r, errBadID)
+	if err != nil {
+		return s.fail(w, r, snowflake.ErrInvalidID)
 	}
 	p, err := s.flake.Layout().Decompose(id)
 	if err != nil {

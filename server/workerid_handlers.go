@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -25,12 +24,6 @@ type OwnLease interface {
 	Lease() (workerlease.Lease, bool)
 	SecondsLeft(now time.Time) float64
 }
-
-var (
-	errInvalidCluster   = badParam("cluster", "want 1 to 64 characters of A-Z a-z 0-9 _ . : -")
-	errInvalidToken     = badParam("token", "want 22 base64url characters")
-	errInvalidTimestamp = badParam("last_timestamp_ms", "must be 0 or more")
-)
 
 // handleOwnLease serves GET /workerid.
 func (s *Server) handleOwnLease(w http.ResponseWriter, r *http.Request) int {
@@ -138,9 +131,9 @@ type holding struct {
 	lastTimestampMS int64
 }
 
-// readHolding reads and checks a renew or release body. The Service checks
-// the same again; checking here too names the field and tells a missing
-// worker_id from worker 0.
+// readHolding reads a renew or release body. Only the JSON is checked
+// here, which tells a missing worker_id from worker 0; the Service checks
+// the values and says what is wrong with them.
 func (s *Server) readHolding(w http.ResponseWriter, r *http.Request) (holding, error) {
 	var h holding
 	o, err := readObject(w, r, "worker_id", "token", "last_timestamp_ms", "cluster")
@@ -156,39 +149,33 @@ func (s *Server) readHolding(w http.ResponseWriter, r *http.Request) (holding, e
 		return h, err
 	case !ok:
 		return h, missingParam("worker_id")
-	case id < 0 || id > s.leases.MaxWorkerID():
-		return h, badParam("worker_id", fmt.Sprintf("must be from 0 to %d", s.leases.MaxWorkerID()))
 	}
 	h.workerID = id
 	tok, ok, err := o.string("token")
 	switch {
 	case err != nil:
 		return h, err
-	case !ok || tok == "":
+	case !ok:
 		return h, missingParam("token")
-	case !workerlease.ValidToken(tok):
-		return h, errInvalidToken
 	}
 	h.token = tok
-	ts, _, err := o.int64("last_timestamp_ms")
-	switch {
-	case err != nil:
+	if h.lastTimestampMS, _, err = o.int64("last_timestamp_ms"); err != nil {
 		return h, err
-	case ts < 0:
-		return h, errInvalidTimestamp
 	}
-	h.lastTimestampMS = ts
 	return h, nil
 }
 
-// clusterField reads the optional cluster; "" leaves the Service's default.
+// clusterField reads the optional cluster; absent leaves the Service's
+// default. The Service reads "" as the default too, so a cluster given as
+// "" is refused here, in the Service's words: the client named a cluster,
+// and no cluster has that name.
 func clusterField(o object) (string, error) {
 	c, ok, err := o.string("cluster")
 	switch {
 	case err != nil:
 		return "", err
-	case ok && !workerlease.ValidCluster(c):
-		return "", errInvalidCluster
+	case ok && c == "":
+		return "", workerlease.ErrInvalidCluster
 	}
 	return c, nil
 }

@@ -46,8 +46,10 @@ func (r leaseRow) lease(cluster string, workerID int64) workerlease.Lease {
 // grant is one compare-and-set statement on a row that is still free, or an
 // insert of a row that is still absent, each committing on its own; a caller
 // that loses looks again at once (a bounded number of times).
-// Errors: workerlease.ErrNoWorkerID, workerlease.ErrInvalidToken,
-// workerlease.ErrInvalidWorkerID (negative MaxWorkerID).
+// Errors: workerlease.ErrNoWorkerID; refused input, in the workerlease
+// package's words: workerlease.ErrInvalidToken, workerlease.ErrInvalidCluster
+// (longer than the column), workerlease.ErrInvalidWorkerID (negative
+// MaxWorkerID), workerlease.ErrInvalidConfig (a TTL below 1ms).
 func (d *db) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
 	err := checkLeaseArgs(req.Cluster, req.Token, req.TTL)
 	if err == nil && req.MaxWorkerID < 0 {
@@ -150,7 +152,7 @@ func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, worke
 // compare-and-set statement on a token whose lease has not expired, which
 // commits on its own and alone proves the renewal. Errors:
 // workerlease.ErrNotAssigned, workerlease.ErrTokenMismatch,
-// workerlease.ErrLeaseExpired, workerlease.ErrInvalidToken.
+// workerlease.ErrLeaseExpired; refused input as Acquire's.
 func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
 	var row leaseRow
 	err := checkLeaseArgs(cluster, token, ttl)
@@ -260,15 +262,16 @@ func conflict(found bool, rowToken, token string) error {
 }
 
 // checkLeaseArgs refuses the empty token, which marks a released row and so
-// would match one, and values that one driver would store and the other reject.
+// would match one, and values that one driver would store and the other
+// reject, with the workerlease package's errors and words.
 func checkLeaseArgs(cluster, token string, ttl time.Duration) error {
 	switch {
 	case token == "" || utf8.RuneCountInString(token) > maxToken:
 		return workerlease.ErrInvalidToken
 	case utf8.RuneCountInString(cluster) > maxCluster:
-		return fmt.Errorf("cluster name longer than %d characters", maxCluster)
+		return workerlease.ErrInvalidCluster
 	case ttl < time.Millisecond:
-		return fmt.Errorf("lease TTL %v is below the store's 1ms resolution", ttl)
+		return fmt.Errorf("%w: lease TTL %v is below the store's 1ms resolution", workerlease.ErrInvalidConfig, ttl)
 	}
 	return nil
 }

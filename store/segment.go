@@ -119,21 +119,31 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 }
 
 // CreateTag inserts a row whose first fetched ID is t.Start (0 means 1).
-// Errors: segment.ErrInvalidTag, segment.ErrInvalidStep (step below 1 or a
-// negative start), segment.ErrTagExists; a description longer than 256
-// characters is refused with a plain error. The caller enforces the step cap.
+// It refuses, with the segment package's errors and words, what no row may
+// hold: segment.ErrInvalidTag, segment.ErrInvalidStep (a step below 1),
+// segment.ErrInvalidStart (a start below 1), segment.ErrInvalidDescription
+// (longer than the column); and segment.ErrTagExists. The allocator's
+// limits (segment.CheckNewTag: the step cap, starts up to
+// segment.MaxUsableID) are the caller's: a migration or a test may create
+// rows beyond them.
 func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	start := t.Start
 	if start == 0 {
 		start = 1
 	}
+	var refused error
 	switch {
 	case !segment.ValidTag(t.AppTag):
-		return fmt.Errorf("create tag %q: %w", t.AppTag, segment.ErrInvalidTag)
-	case t.Step < 1 || start < 1:
-		return fmt.Errorf("create tag %q: step %d, start %d: %w", t.AppTag, t.Step, t.Start, segment.ErrInvalidStep)
+		refused = segment.ErrInvalidTag
+	case t.Step < 1:
+		refused = segment.ErrInvalidStep
+	case start < 1:
+		refused = segment.ErrInvalidStart
 	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
-		return fmt.Errorf("create tag %q: description longer than %d characters", t.AppTag, segment.MaxDescription)
+		refused = segment.ErrInvalidDescription
+	}
+	if refused != nil {
+		return fmt.Errorf("create tag %q: %w", t.AppTag, refused)
 	}
 	_, err := d.x.ExecContext(ctx, d.q(`INSERT INTO segments (app_tag, max_id, step, description, update_time)
 		VALUES (?, ?, ?, ?, {now})`), t.AppTag, start-1, t.Step, t.Description)

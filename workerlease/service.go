@@ -47,7 +47,8 @@ type Config struct {
 }
 
 // Service grants, renews and releases worker-ID leases on a Store, validating
-// every input first so that nothing malformed reaches the store. It is the API
+// every input first so that nothing malformed reaches the store. Its errors
+// are *Error values whose messages front ends send as they are. It is the API
 // behind POST /workerid* and the Keeper's own lease. It starts no goroutines
 // and is safe for concurrent use.
 type Service struct {
@@ -58,6 +59,8 @@ type Service struct {
 	holder      string
 	rand        io.Reader
 	now         func() time.Time
+	// errWorkerID refuses a worker ID out of range in words that name it.
+	errWorkerID *Error
 }
 
 // NewService returns a Service on store. Errors (all ErrInvalidConfig): a
@@ -99,6 +102,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 		holder:      cfg.Holder,
 		rand:        cfg.Rand,
 		now:         cfg.Now,
+		errWorkerID: invalid("worker_id", fmt.Sprintf("must be from 0 to %d", cfg.MaxWorkerID), ErrInvalidWorkerID),
 	}, nil
 }
 
@@ -160,10 +164,11 @@ func storeErr(err error) error {
 
 // Renew extends the lease token holds on workerID to TTL from now (by the
 // store's clock) and raises the worker ID's last_timestamp_ms to
-// lastTimestampMS if that is larger; 0 reports nothing. Errors:
-// ErrInvalidCluster, ErrInvalidWorkerID, ErrInvalidToken,
-// ErrInvalidTimestamp, ErrNotAssigned, ErrTokenMismatch, ErrLeaseExpired, or
-// ErrUnavailable wrapping any other store failure.
+// lastTimestampMS if that is larger; 0 reports nothing. cluster "" means the
+// default. Errors, checked in this order: ErrInvalidCluster,
+// ErrInvalidWorkerID (naming the range), ErrInvalidToken,
+// ErrInvalidTimestamp; then ErrNotAssigned, ErrTokenMismatch,
+// ErrLeaseExpired, or ErrUnavailable wrapping any other store failure.
 func (s *Service) Renew(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) (Lease, error) {
 	cluster, err := s.validate(cluster, workerID, token, lastTimestampMS)
 	if err != nil {
@@ -192,7 +197,7 @@ func (s *Service) validate(cluster string, workerID int64, token string, lastTim
 		return "", err
 	}
 	if workerID < 0 || workerID > s.maxWorkerID {
-		return "", fmt.Errorf("%w: worker_id %d is outside [0, %d]", ErrInvalidWorkerID, workerID, s.maxWorkerID)
+		return "", s.errWorkerID
 	}
 	if !ValidToken(token) {
 		return "", ErrInvalidToken

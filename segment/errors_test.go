@@ -1,0 +1,89 @@
+package segment_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// TestCheckNewTagWords pins each rule of a new tag to its Kind, field,
+// message and sentinel: the words every front end sends.
+func TestCheckNewTagWords(t *testing.T) {
+	tests := []struct {
+		name      string
+		tag       segment.Tag
+		wantField string
+		wantMsg   string
+		wantIs    error
+	}{
+		{"invalid tag", segment.Tag{AppTag: "a b", Step: 10}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
+		{"empty tag", segment.Tag{Step: 10}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
+		{"step 0", segment.Tag{AppTag: "t", Step: 0}, "step", "invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
+		{"step above cap", segment.Tag{AppTag: "t", Step: 1001}, "step", "invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
+		{"negative start", segment.Tag{AppTag: "t", Step: 10, Start: -1}, "start", "invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStart},
+		{"start above MaxUsableID", segment.Tag{AppTag: "t", Step: 10, Start: segment.MaxUsableID + 1}, "start", "invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStep},
+		{"description of 257 characters", segment.Tag{AppTag: "t", Step: 10, Description: strings.Repeat("é", 257)}, "description", "invalid description: longer than 256 characters", segment.ErrInvalidDescription},
+		{"tag checked before step", segment.Tag{AppTag: "a b", Step: 0}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := segment.CheckNewTag(tt.tag, 1000)
+			e, ok := errors.AsType[*segment.Error](err)
+			if !ok {
+				t.Fatalf("CheckNewTag error = %v, want a *segment.Error", err)
+			}
+			if e.Kind != segment.KindInvalid || e.Field != tt.wantField || e.Error() != tt.wantMsg {
+				t.Errorf("got %s %s %q, want invalid %s %q", e.Kind, e.Field, e.Error(), tt.wantField, tt.wantMsg)
+			}
+			if !errors.Is(err, tt.wantIs) {
+				t.Errorf("error %v is not %v", err, tt.wantIs)
+			}
+		})
+	}
+	got, err := segment.CheckNewTag(segment.Tag{AppTag: "t", Step: 1000, Description: strings.Repeat("é", 256)}, 1000)
+	if err != nil || got.Start != 1 {
+		t.Errorf("valid tag: got %+v, %v; want Start 1 and no error", got, err)
+	}
+}
+
+// TestCreateTagSameWordsAsCheck shows the Allocator refuses with
+// CheckNewTag's words, its own MaxStep in them, before the store.
+func TestCreateTagSameWordsAsCheck(t *testing.T) {
+	st := newFakeStore()
+	a := newAllocator(t, st, segment.Config{MaxStep: 500})
+	bad := segment.Tag{AppTag: "t", Step: 501}
+	_, want := segment.CheckNewTag(bad, 500)
+	err := a.CreateTag(context.Background(), bad)
+	if err == nil || err.Error() != want.Error() || !errors.Is(err, segment.ErrInvalidStep) {
+		t.Errorf("CreateTag = %v, want %v (ErrInvalidStep)", err, want)
+	}
+}
+
+// TestDescribe finds the domain error under any wrapping, and nothing in a
+// fault, whose text is not for clients.
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		err      error
+		wantKind segment.Kind
+		wantMsg  string
+		wantOK   bool
+	}{
+		{fmt.Errorf("fetch segment %q: %w", "t", segment.ErrUnknownTag), segment.KindNotFound, segment.ErrUnknownTag.Error(), true},
+		{fmt.Errorf("%w: %w", segment.ErrUnavailable, errors.New("dial tcp: secret")), segment.KindUnavailable, segment.ErrUnavailable.Error(), true},
+		{segment.ErrClosed, segment.KindUnavailable, "draining: retry on another instance", true},
+		{segment.ErrTagExists, segment.KindExists, "app_tag already exists", true},
+		{segment.ErrExhausted, segment.KindExhausted, "app_tag ID space exhausted", true},
+		{fmt.Errorf("%w: got (5, 15]", segment.ErrRewound), "", "", false},
+		{errors.New("dial tcp: secret"), "", "", false},
+	}
+	for _, tt := range tests {
+		kind, msg, ok := segment.Describe(tt.err)
+		if kind != tt.wantKind || msg != tt.wantMsg || ok != tt.wantOK {
+			t.Errorf("Describe(%v) = %q, %q, %v; want %q, %q, %v", tt.err, kind, msg, ok, tt.wantKind, tt.wantMsg, tt.wantOK)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package snowflake
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestDescribe finds the words a client reads under the detail the
+// generator and layout add for logs, and nothing in the errors that only
+// stop a start.
+func TestDescribe(t *testing.T) {
+	l, err := NewLayout(time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, negative := l.Decompose(-1)
+	_, badBits := NewLayout(time.Time{}, 30)
+	tests := []struct {
+		name     string
+		err      error
+		wantKind Kind
+		wantMsg  string
+		wantOK   bool
+	}{
+		{"negative id", negative, KindInvalid, "invalid id: want a non-negative 64-bit snowflake ID", true},
+		{"drift try later", fmt.Errorf("clock is 20ms behind the last issued timestamp 5: %w", ErrClockDriftTryLater), KindClockBackwards, "clock moved backwards: retry later or on another instance", true},
+		{"drift too large", ErrClockDriftTooLargeToRecover, KindClockBackwards, "clock moved backwards too far: snowflake stopped on this instance, use another instance", true},
+		{"fenced", ErrFenced, KindUnavailable, "worker lease not confirmed: retry", true},
+		{"invalid layout", badBits, "", "", false},
+		{"time exhausted", ErrTimeExhausted, "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, msg, ok := Describe(tt.err)
+			if kind != tt.wantKind || msg != tt.wantMsg || ok != tt.wantOK {
+				t.Errorf("Describe(%v) = %q, %q, %v; want %q, %q, %v", tt.err, kind, msg, ok, tt.wantKind, tt.wantMsg, tt.wantOK)
+			}
+		})
+	}
+}
