@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -43,8 +45,10 @@ max_id (POST /tags), and point its clients there.
 
 A MySQL target must have idalloc's tables. -init-schema applies schema.sql
 first (creating missing tables and the test_business row) and turns the
-TIMESTAMP columns an older schema left into DATETIME(3); without it, a
-target with TIMESTAMP columns is refused with the ALTER TABLE that fixes it.
+TIMESTAMP columns an older schema left into DATETIME(3), and adds the
+number-format columns (format, length, format_key); without it, a target
+with TIMESTAMP columns is refused with the ALTER TABLE that fixes it, and
+one without the format columns takes only sequential tags.
 
 Flags:
 `
@@ -69,7 +73,7 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf (required for those)")
 	toDriver := fs.String("to-driver", "mysql", "target driver: mysql or sqlite")
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
-	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables and turn TIMESTAMP columns into DATETIME(3)")
+	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables, turn TIMESTAMP columns into DATETIME(3), add the number-format columns")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -209,10 +213,21 @@ func migrateTags(ctx context.Context, from tagSource, to segment.Store, report f
 			continue
 		}
 		cur, ok := have[t.AppTag]
+		if ok && !sameFormat(cur, t) {
+			// Raising max_id would not make the target's IDs the
+			// source's: another format (or key) maps the same sequence
+			// to other numbers, which may repeat ones issued there.
+			report(fmt.Sprintf("%q: NOT MIGRATED: the target has it as %s, the source as %s", t.AppTag, formatName(cur), formatName(t)))
+			refused++
+			continue
+		}
 		var line string
 		switch {
 		case !ok:
-			err = to.CreateTag(ctx, segment.Tag{AppTag: t.AppTag, Step: t.Step, Start: t.MaxID + 1, Description: t.Description})
+			// The format, length and a scrambled tag's key come along:
+			// the tag's next IDs continue its sequence in its format.
+			err = to.CreateTag(ctx, segment.Tag{AppTag: t.AppTag, Step: t.Step, Start: t.MaxID + 1, Description: t.Description,
+				Format: t.Format, Length: t.Length, FormatKey: t.FormatKey})
 			line = fmt.Sprintf("%s: created, max_id %d", t.AppTag, t.MaxID)
 		case cur.MaxID < t.MaxID:
 			err = raise(ctx, to, t.AppTag, cur.MaxID, t.MaxID)
@@ -249,7 +264,30 @@ func refusal(t segment.Tag) string {
 	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
 		return fmt.Sprintf("description longer than %d characters", segment.MaxDescription)
 	}
+	if err := segment.CheckFormat(t); err != nil {
+		// Its words name the format, length or key size, never the key.
+		return "number format: " + err.Error()
+	}
 	return ""
+}
+
+// sameFormat reports whether a and b serve their sequence as the same IDs.
+func sameFormat(a, b segment.Tag) bool {
+	return cmp.Or(a.Format, segment.FormatSequential) == cmp.Or(b.Format, segment.FormatSequential) &&
+		a.Length == b.Length && bytes.Equal(a.FormatKey, b.FormatKey)
+}
+
+// formatName names t's format for a report, without its key.
+func formatName(t segment.Tag) string {
+	f := cmp.Or(t.Format, segment.FormatSequential)
+	if f == segment.FormatSequential {
+		return string(f)
+	}
+	s := fmt.Sprintf("%s of length %d", f, t.Length)
+	if f == segment.FormatScrambled {
+		s += " (with its own key)"
+	}
+	return s
 }
 
 // raise advances tag's max_id on st to at least want, from a read of have.

@@ -13,6 +13,13 @@
 -- DATETIME(3); without it, a start on such a table fails and names the
 -- ALTER TABLE that does it.
 --
+-- Number formats (API.md §7): format is sequential, fixed_length or
+-- scrambled, length the digit count of the last two, format_key a scrambled
+-- tag's secret key, never shown by any API, log or metric. A segments table
+-- made before these columns still works, every row sequential; idalloc
+-- -init-schema adds them (ALTER TABLE segments ADD COLUMN ...), and until
+-- then creating a fixed_length or scrambled tag fails naming that ALTER.
+--
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
 
@@ -22,6 +29,9 @@ CREATE TABLE IF NOT EXISTS segments (
   step        BIGINT       NOT NULL,
   description VARCHAR(256) NOT NULL DEFAULT '',
   update_time DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  format      VARCHAR(16)  NOT NULL DEFAULT 'sequential',
+  length      INT          NOT NULL DEFAULT 0,
+  format_key  VARBINARY(32) NULL,
   PRIMARY KEY (app_tag)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

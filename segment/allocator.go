@@ -4,8 +4,14 @@
 // on the request path while buffered IDs remain.
 //
 // Guarantees: no ID is handed out twice, by this or any other allocator on the
-// same store; per tag, the IDs one caller receives strictly increase; Close
-// gives unused IDs back to the store when no one advanced the row meanwhile.
+// same store; per tag, the IDs one caller receives strictly increase (but a
+// scrambled tag's, which are unique in no order: see format.go); Close gives
+// unused IDs back to the store when no one advanced the row meanwhile.
+//
+// Each tag is served in its number format (API.md §7), fixed at create:
+// sequential, fixed_length or scrambled. The formats share the machinery:
+// segments, give-back and the store's row count the tag's sequence, which a
+// scrambled tag maps through a keyed permutation as the last step of issue.
 //
 // Errors carry their meaning: every refusal is an *Error with a Kind
 // (invalid, not_found, exists, exhausted, unavailable) and the message a
@@ -20,8 +26,9 @@ package segment
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -42,6 +49,10 @@ type Config struct {
 	Now          func() time.Time
 	Observer     Observer     // optional: metrics hooks
 	Logger       *slog.Logger // store faults, recoveries, give-back at Close; nil discards
+	// Rand is where a scrambled tag's key comes from (scramble.KeySize
+	// bytes, made at CreateTag); nil means crypto/rand.Reader. Only tests
+	// set it.
+	Rand io.Reader
 }
 
 // Observer receives events for metrics. Methods must be cheap and safe for
@@ -61,11 +72,13 @@ type Observer interface {
 // TagStats is a point-in-time view of one tag in this allocator.
 type TagStats struct {
 	AppTag    string
-	Buffered  int64 // IDs left in memory (current + prefetched segment)
-	Step      int64 // current adaptive step (0 before the first fetch)
-	Issued    int64 // IDs handed out by this allocator since it started
-	GivenBack int64 // IDs returned to the store on Close
-	Wasted    int64 // IDs reserved and never to be issued, every WasteReason
+	Format    Format // the tag's number format (never empty)
+	Length    int    // its digit count; 0 for sequential
+	Buffered  int64  // IDs left in memory (current + prefetched segment)
+	Step      int64  // current adaptive step (0 before the first fetch)
+	Issued    int64  // IDs handed out by this allocator since it started
+	GivenBack int64  // IDs returned to the store on Close
+	Wasted    int64  // IDs reserved and never to be issued, every WasteReason
 }
 
 // minReloadGap bounds the tag-list reloads that misses (unknown tags) can
@@ -124,6 +137,9 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
 	a := &Allocator{store: timedStore{store}, cfg: cfg, errStep: stepError(cfg.MaxStep), closing: make(chan struct{})}
 	a.tags.Store(&map[string]*buffer{})
 	a.rows.Store(&[]Tag{})
@@ -157,7 +173,12 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 			if id == prefetchAt {
 				b.prefetch()
 			}
-			return id, nil
+			// The one branch formats cost the hot path: only a
+			// scrambled tag's sequence number is not its ID.
+			if b.perm == nil {
+				return id, nil
+			}
+			return b.scrambled(id)
 		}
 		if err := b.advance(ctx, s); err != nil {
 			return 0, err
@@ -167,6 +188,8 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 
 // NextN fills dst with len(dst) strictly increasing IDs of tag. A batch larger
 // than what is buffered spans segments, so its IDs are not always contiguous.
+// A scrambled tag's batch holds the IDs of strictly increasing sequence
+// numbers: unique, but in no order, as its IDs always are.
 // On error dst holds no usable IDs. A batch that fits in the current and the
 // prefetched segment is claimed whole or not at all, so its failure leaves no
 // gap; a larger one is claimed in parts, and a failure after the first part
@@ -178,6 +201,9 @@ func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	}
 	for filled := 0; filled < len(dst); {
 		n, err := b.claimBatch(ctx, dst[filled:])
+		if err == nil && b.perm != nil {
+			err = b.scrambleAll(dst[filled : filled+n])
+		}
 		if err != nil {
 			b.waste(int64(filled), WasteBatch)
 			return err
@@ -219,56 +245,12 @@ func (b *buffer) stats() TagStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.cur.Load()
-	st := TagStats{AppTag: b.tag, Step: b.step, Buffered: s.left(), Issued: b.retired + s.size() - s.left(),
-		GivenBack: b.givenBack, Wasted: b.wasted}
+	st := TagStats{AppTag: b.tag, Format: b.format, Length: b.length, Step: b.step, Buffered: s.left(),
+		Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}
 	if b.next != nil {
 		st.Buffered += b.next.size()
 	}
 	return st
-}
-
-// Tags returns the store's rows as of the last tag-list reload (every
-// Config.TagRefresh, and on a miss), sorted by AppTag, plus the tags created
-// through this allocator since, with MaxID Start-1 and this instance's time
-// of creation. It never queries the store, so listing tags costs the store
-// nothing however often it is asked. The slice is shared: do not modify it.
-func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
-
-// CreateTag adds a tag to the store and serves it at once. Start 0 means 1.
-// Errors: those of CheckNewTag with Config.MaxStep (ErrInvalidTag,
-// ErrInvalidStep naming the cap, ErrInvalidStart, ErrInvalidDescription),
-// ErrTagExists, ErrUnavailable (a store fault).
-func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
-	t, err := checkNewTag(t, a.cfg.MaxStep, a.errStep)
-	if err != nil {
-		return err
-	}
-	if err := a.store.CreateTag(ctx, t); err != nil {
-		if errors.Is(err, ErrTagExists) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	t.MaxID, t.UpdateTime = t.Start-1, a.now()
-	a.tagsMu.Lock()
-	defer a.tagsMu.Unlock()
-	a.addTagsLocked([]string{t.AppTag})
-	a.addRowLocked(t)
-	return nil
-}
-
-// addRowLocked inserts t into rows in order, replacing a row of the same
-// tag. tagsMu must be held.
-func (a *Allocator) addRowLocked(t Tag) {
-	old := *a.rows.Load()
-	i, found := slices.BinarySearchFunc(old, t.AppTag, func(r Tag, tag string) int { return strings.Compare(r.AppTag, tag) })
-	rows := make([]Tag, 0, len(old)+1)
-	rows = append(append(rows, old[:i]...), t)
-	if found {
-		i++
-	}
-	rows = append(rows, old[i:]...)
-	a.rows.Store(&rows)
 }
 
 // buffer finds tag's buffer. A miss reloads the tag list, at most once per
@@ -322,25 +304,32 @@ func (a *Allocator) reloadLocked(ctx context.Context) error {
 		return err
 	}
 	slices.SortFunc(rows, func(x, y Tag) int { return strings.Compare(x.AppTag, y.AppTag) })
-	names := make([]string, len(rows))
-	for i, r := range rows {
-		names[i] = r.AppTag
-	}
 	a.tagsMu.Lock()
 	defer a.tagsMu.Unlock()
-	a.addTagsLocked(names)
-	a.rows.Store(&rows)
+	a.addTagsLocked(rows)
+	// The list Tags shows: keys dropped (a copy, so the store's rows stay
+	// as they were), formats spelled out.
+	shown := slices.Clone(rows)
+	for i := range shown {
+		shown[i].FormatKey = nil
+		if shown[i].Format == "" {
+			shown[i].Format = FormatSequential
+		}
+	}
+	a.rows.Store(&shown)
 	return nil
 }
 
-// addTagsLocked makes tags servable; tagsMu must be held. Tags that vanish
-// from the store are kept: their buffered IDs are still reserved and unique.
-func (a *Allocator) addTagsLocked(names []string) {
+// addTagsLocked makes the tags of rows servable, each in its row's format;
+// tagsMu must be held. Tags that vanish from the store are kept: their
+// buffered IDs are still reserved and unique. A tag served already keeps
+// its buffer and format: formats never change.
+func (a *Allocator) addTagsLocked(rows []Tag) {
 	old := *a.tags.Load()
-	var added []string
-	for _, name := range names {
-		if _, ok := old[name]; !ok && ValidTag(name) {
-			added = append(added, name)
+	var added []Tag
+	for _, r := range rows {
+		if _, ok := old[r.AppTag]; !ok && ValidTag(r.AppTag) {
+			added = append(added, r)
 		}
 	}
 	if len(added) == 0 {
@@ -352,8 +341,8 @@ func (a *Allocator) addTagsLocked(names []string) {
 	for k, v := range old {
 		m[k] = v
 	}
-	for _, name := range added {
-		m[name] = newBuffer(a, name)
+	for _, r := range added {
+		m[r.AppTag] = newBuffer(a, r)
 	}
 	a.tags.Store(&m)
 }

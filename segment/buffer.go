@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idalloc/idalloc/scramble"
 )
 
 // MaxUsableID is the highest ID the allocator hands out, and so the highest
@@ -17,7 +19,9 @@ import (
 // before the slow path pulls it back.
 const MaxUsableID = math.MaxInt64 - 1<<32
 
-// span is one reserved range [start, end]. cursor is the next ID to hand out;
+// span is one reserved range [start, end] of the tag's sequence (the IDs
+// themselves but for scrambled tags, see format.go). cursor is the next
+// number to hand out;
 // a single ID is claimed with one atomic add, a batch by compare-and-set
 // (batch.go), so the range is served lock-free.
 //
@@ -27,20 +31,24 @@ const MaxUsableID = math.MaxInt64 - 1<<32
 type span struct {
 	start, end int64
 	prefetchAt int64 // the ID whose issue starts the background prefetch
-	_          [40]byte
-	cursor     atomic.Int64
-	_          [56]byte
+	// top is the store's max_id after the fetch that reserved the span:
+	// end, unless end was clamped to the format's last number. A give-back
+	// compares max_id with it.
+	top    int64
+	_      [32]byte
+	cursor atomic.Int64
+	_      [56]byte
 }
 
-func newSpan(start, end int64) *span {
-	s := &span{start: start, end: end, prefetchAt: start + (end-start+1)/10}
+func newSpan(start, end, top int64) *span {
+	s := &span{start: start, end: end, prefetchAt: start + (end-start+1)/10, top: top}
 	s.cursor.Store(start)
 	return s
 }
 
 // emptySpan is the span of a tag that has nothing buffered yet: every claim on it
 // fails and sends the caller to the slow path.
-func emptySpan() *span { return newSpan(1, 0) }
+func emptySpan() *span { return newSpan(1, 0, 0) }
 
 func (s *span) size() int64 { return max(0, s.end-s.start+1) }
 
@@ -53,6 +61,18 @@ type buffer struct {
 	a   *Allocator
 	tag string
 	cur atomic.Pointer[span]
+	// perm is a scrambled tag's permutation, nil for every other format:
+	// the hot path's one branch, next to cur so that it costs no cache
+	// miss of its own.
+	perm *scramble.Permutation
+	// format, length and limit (the highest sequence number the format
+	// has an ID for) are the tag's row's, fixed at create.
+	format Format
+	length int
+	limit  int64
+	// broken, when set, is why the tag's row cannot be served: its fetch
+	// fails with it, without asking the store, and nothing is issued.
+	broken error
 
 	mu        sync.Mutex
 	next      *span         // the prefetched segment, nil when none
@@ -85,9 +105,22 @@ type buffer struct {
 // rather than after up to 5s of answering 503.
 const demandRetry = 200 * time.Millisecond
 
-func newBuffer(a *Allocator, tag string) *buffer {
-	b := &buffer{a: a, tag: tag, ready: make(chan struct{}), poke: make(chan struct{}, 1), randN: rand.N[time.Duration]}
+// newBuffer makes the buffer of row's tag, served in row's format. A row
+// whose format cannot be served makes a buffer that refuses every request
+// with a fault (logged here, once), rather than serve the tag in another
+// format than its users were promised.
+func newBuffer(a *Allocator, row Tag) *buffer {
+	b := &buffer{a: a, tag: row.AppTag, ready: make(chan struct{}), poke: make(chan struct{}, 1), randN: rand.N[time.Duration]}
 	b.cur.Store(emptySpan())
+	f, err := formatOf(row)
+	b.perm, b.format, b.length, b.limit = f.perm, f.format, f.length, f.limit
+	if err != nil {
+		// %v, not %w: a row is not the client's input, so no front end
+		// may answer it as an invalid one.
+		b.broken = fmt.Errorf("%w: %v", errBadRow, err)
+		a.cfg.Logger.Error("tag not served: its row's number format is not one this instance can serve",
+			"app_tag", row.AppTag, "format", string(row.Format), "length", row.Length, "err", b.broken)
+	}
 	return b
 }
 
@@ -200,7 +233,7 @@ func (b *buffer) fetchErrLocked() error {
 
 // isFinal reports errors that retrying will not cure.
 func isFinal(err error) bool {
-	return errors.Is(err, ErrUnknownTag) || errors.Is(err, ErrExhausted)
+	return errors.Is(err, ErrUnknownTag) || errors.Is(err, ErrExhausted) || errors.Is(err, errBadRow)
 }
 
 // startFetchLocked starts the fetch loop unless the allocator is closed:
@@ -232,18 +265,31 @@ func (b *buffer) fetchLoop() {
 		// Close starts is finished, so its range can still be given back.
 		ctx, cancel := context.WithTimeout(context.Background(), b.a.cfg.FetchTimeout)
 		began := b.a.now()
-		f, err := b.a.store.Fetch(ctx, b.tag, step)
+		var f Fetched
+		var err error
+		// highWater, the store's max_id after this instance's last fetch,
+		// at or past the format's last number: the tag is spent, and
+		// asking the store would only move max_id further.
+		asked := b.broken == nil && b.highWater < b.limit
+		switch {
+		case b.broken != nil:
+			err = b.broken
+		case !asked:
+			err = ErrExhausted
+		default:
+			f, err = b.a.store.Fetch(ctx, b.tag, step)
+		}
 		cancel()
 		ended := b.a.now()
 		first := f.MaxID - f.Size + 1
 		switch {
 		case err != nil:
-		case first > MaxUsableID:
+		case first > b.limit:
 			err = ErrExhausted
 		case first <= b.highWater: // only fetch loops use it, one at a time
 			err = fmt.Errorf("%w: got (%d, %d], had up to %d", ErrRewound, f.MaxID-f.Size, f.MaxID, b.highWater)
 		}
-		if obs := b.a.cfg.Observer; obs != nil {
+		if obs := b.a.cfg.Observer; obs != nil && asked {
 			obs.Fetched(b.tag, ended.Sub(began), err)
 		}
 
@@ -260,7 +306,9 @@ func (b *buffer) fetchLoop() {
 			log.Warn("segment fetch failed; retrying in the background", "app_tag", b.tag, "err", err)
 		}
 		if err == nil {
-			b.next = newSpan(first, min(f.MaxID, MaxUsableID))
+			// Clamped to the format's last number (MaxUsableID for
+			// sequential): the rest of the range has no IDs.
+			b.next = newSpan(first, min(f.MaxID, b.limit), f.MaxID)
 			b.highWater = f.MaxID
 			b.step, b.rowStep, b.lastFetch = f.Size, f.Step, ended
 			b.failing, b.lastErr = false, nil

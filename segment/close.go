@@ -57,7 +57,10 @@ func (a *Allocator) waitGoroutines(ctx context.Context) error {
 // on max_id. Only a suffix of unused IDs that ends at the row's max_id can be
 // returned: an ID below a range another instance fetched belongs to no one
 // once we stop, but handing it back would let that instance's range be
-// fetched again.
+// fetched again. It works on the tag's sequence, so a scrambled tag gives
+// back the unused sequence numbers, whose IDs are then issued after a
+// restart, once. A span clamped to its format's last number compares
+// max_id with the store's value (top), beyond end; only IDs are counted.
 func (b *buffer) giveBack(ctx context.Context) error {
 	b.mu.Lock()
 	s := b.cur.Load()
@@ -70,24 +73,25 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	b.mu.Unlock()
 
 	curLeft := max(0, s.end-unusedFrom+1)
-	var high, low, interleaved int64
+	var last *span // the span whose unused IDs end the give-back
+	var low, interleaved int64
 	switch {
 	case next != nil && (curLeft == 0 || s.end+1 == next.start):
-		high, low = next.end, next.start
+		last, low = next, next.start
 		if curLeft > 0 {
 			low = unusedFrom
 		}
 	case next != nil:
-		high, low, interleaved = next.end, next.start, curLeft
+		last, low, interleaved = next, next.start, curLeft
 	case curLeft > 0:
-		high, low = s.end, unusedFrom
+		last, low = s, unusedFrom
 	default:
 		return nil
 	}
 	b.waste(interleaved, WasteInterleaved)
 	log := b.a.cfg.Logger
-	ok, err := b.a.store.GiveBack(ctx, b.tag, high, low-1)
-	n, notBack := high-low+1, interleaved
+	ok, err := b.a.store.GiveBack(ctx, b.tag, last.top, low-1)
+	n, notBack := last.end-low+1, interleaved
 	switch {
 	case err != nil:
 		b.waste(n, WasteGiveBackFailed)

@@ -42,7 +42,8 @@ const (
 type Error struct {
 	Kind Kind
 	// Field names the input at fault as the API names it: "app_tag",
-	// "step", "start", "description". Set for KindInvalid only.
+	// "step", "format", "length", "start", "description". Set for
+	// KindInvalid only.
 	Field string
 	// Reason says what is wrong: for a Field, what a valid value is ("must
 	// be from 1 to 1000000"); otherwise the whole message.

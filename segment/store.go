@@ -23,11 +23,14 @@ type Store interface {
 	// a graceful stop when no other instance advanced the row meanwhile.
 	GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bool, error)
 
-	// Tags lists every row.
+	// Tags lists every row, with its Format, Length and (scrambled)
+	// FormatKey; a row from before number formats is sequential.
 	Tags(ctx context.Context) ([]Tag, error)
 
-	// CreateTag inserts a row with max_id = Start-1. ErrTagExists when the row
-	// is there already.
+	// CreateTag inserts a row with max_id = Start-1 and t's Format, Length
+	// and FormatKey. ErrTagExists when the row is there already;
+	// ErrFormatUnsupported (in words that say how to upgrade the store)
+	// when it cannot keep a fixed_length or scrambled tag.
 	CreateTag(ctx context.Context, t Tag) error
 
 	// Ping reports whether the store answers.
@@ -53,4 +56,17 @@ type Tag struct {
 	Start       int64 // only for CreateTag: the first ID (default 1)
 	Description string
 	UpdateTime  time.Time
+
+	// Format is how the tag's numbers are served (API.md §7); empty means
+	// FormatSequential, as rows from before formats existed are.
+	Format Format
+	// Length is the digit count of fixed_length and scrambled IDs; 0 for
+	// sequential.
+	Length int
+	// FormatKey is the secret key of a scrambled tag's permutation
+	// (scramble.KeySize bytes, made at create). It is store-only: no API,
+	// log or metric ever shows it, since it would let anyone undo the
+	// scrambling. Allocator.Tags never carries it; json:"-" keeps it out
+	// of any Tag marshalled by mistake.
+	FormatKey []byte `json:"-"`
 }

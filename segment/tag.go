@@ -1,8 +1,31 @@
 package segment
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/idalloc/idalloc/scramble"
+)
+
+// Format is how a tag's numbers are served (API.md §7).
+type Format string
+
+// The formats of API.md §7.
+const (
+	// FormatSequential serves the sequence itself: 1, 2, 3, … (the default).
+	FormatSequential Format = "sequential"
+	// FormatFixedLength serves the sequence from 10^(length-1), so that every
+	// ID has exactly length digits.
+	FormatFixedLength Format = "fixed_length"
+	// FormatScrambled serves a keyed permutation of the length-digit
+	// numbers: unique, exactly length digits, not guessable from each other.
+	FormatScrambled Format = "scrambled"
 )
 
 // ValidTag reports whether s matches ^[A-Za-z0-9_.:-]{1,64}$, the only tags
@@ -23,12 +46,20 @@ func ValidTag(s string) bool {
 	return true
 }
 
-// CheckNewTag applies a new tag's defaults to t (Start 0 means 1) and checks
-// every field as Allocator.CreateTag does, with maxStep the cap of Step. It
-// returns t as it is to be stored, or an *Error of KindInvalid for the first
-// field at fault, in the order app_tag, step, start, description:
-// ErrInvalidTag; an error naming the cap that is also ErrInvalidStep;
-// ErrInvalidStart; ErrInvalidDescription.
+// CheckNewTag applies a new tag's defaults to t and checks every field as
+// Allocator.CreateTag does, with maxStep the cap of Step. Defaults: Format
+// "" is sequential; Start 0 is the format's first ID (1; for fixed_length
+// 10^(Length−1), which a smaller Start is raised to as well; scrambled
+// takes no other start). It returns t as it is to be stored, or an *Error
+// of KindInvalid for the first field at fault, in the order app_tag, step,
+// format, length, start, description: ErrInvalidTag; an error naming the
+// cap that is also ErrInvalidStep; ErrInvalidFormat; an error naming the
+// format's range that is also ErrInvalidLength (sequential takes no
+// length, fixed_length 1 to 18, scrambled 6 to 18); ErrInvalidStart, or
+// an error naming the format's range that is also ErrInvalidStart
+// (fixed_length: below 10^Length; scrambled: absent or 1);
+// ErrInvalidDescription. It neither reads nor makes FormatKey: the
+// Allocator makes a scrambled tag's key.
 //
 // Every rule a new tag must meet lives here, so that HTTP and RESP refuse
 // the same tags in the same words.
@@ -44,9 +75,6 @@ func stepError(maxStep int64) *Error {
 // checkNewTag is CheckNewTag with the step error made ahead, as the
 // Allocator does in New; nil makes it here.
 func checkNewTag(t Tag, maxStep int64, errStep *Error) (Tag, error) {
-	if t.Start == 0 {
-		t.Start = 1
-	}
 	switch {
 	case !ValidTag(t.AppTag):
 		return t, ErrInvalidTag
@@ -55,10 +83,72 @@ func checkNewTag(t Tag, maxStep int64, errStep *Error) (Tag, error) {
 			errStep = stepError(maxStep)
 		}
 		return t, errStep
-	case t.Start < 1 || t.Start > MaxUsableID:
-		return t, ErrInvalidStart
-	case utf8.RuneCountInString(t.Description) > MaxDescription:
+	}
+	if err := checkNewFormat(&t); err != nil {
+		return t, err
+	}
+	if utf8.RuneCountInString(t.Description) > MaxDescription {
 		return t, ErrInvalidDescription
 	}
 	return t, nil
+}
+
+// Tags returns the store's rows as of the last tag-list reload (every
+// Config.TagRefresh, and on a miss), sorted by AppTag, plus the tags created
+// through this allocator since, with MaxID Start-1 and this instance's time
+// of creation. It never queries the store, so listing tags costs the store
+// nothing however often it is asked. Format is never empty (a row from
+// before formats is sequential), and FormatKey is always nil: a scrambled
+// tag's key stays in the store and this allocator's permutation, so no
+// front end can show it. The slice is shared: do not modify it.
+func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
+
+// CreateTag adds a tag to the store and serves it at once, in its format.
+// The defaults are CheckNewTag's; t.FormatKey is ignored: a scrambled tag
+// gets a new key of scramble.KeySize bytes from Config.Rand, which goes to
+// the store and nowhere else. Errors: those of CheckNewTag with
+// Config.MaxStep (ErrInvalidTag, ErrInvalidStep naming the cap,
+// ErrInvalidFormat, ErrInvalidLength, ErrInvalidStart,
+// ErrInvalidDescription), ErrTagExists, ErrFormatUnsupported (the store
+// cannot keep formats yet; its words say how to upgrade it), ErrUnavailable
+// (a store fault, or no key could be made).
+func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
+	t, err := checkNewTag(t, a.cfg.MaxStep, a.errStep)
+	if err != nil {
+		return err
+	}
+	t.FormatKey = nil
+	if t.Format == FormatScrambled {
+		t.FormatKey = make([]byte, scramble.KeySize)
+		if _, err := io.ReadFull(a.cfg.Rand, t.FormatKey); err != nil {
+			return fmt.Errorf("%w: make the scrambled key: %w", ErrUnavailable, err)
+		}
+	}
+	if err := a.store.CreateTag(ctx, t); err != nil {
+		if _, ok := errors.AsType[*Error](err); ok {
+			return err // the store's refusal, in the domain's words
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	t.MaxID, t.UpdateTime = t.Start-1, a.now()
+	a.tagsMu.Lock()
+	defer a.tagsMu.Unlock()
+	a.addTagsLocked([]Tag{t})
+	t.FormatKey = nil
+	a.addRowLocked(t)
+	return nil
+}
+
+// addRowLocked inserts t into rows in order, replacing a row of the same
+// tag. tagsMu must be held.
+func (a *Allocator) addRowLocked(t Tag) {
+	old := *a.rows.Load()
+	i, found := slices.BinarySearchFunc(old, t.AppTag, func(r Tag, tag string) int { return strings.Compare(r.AppTag, tag) })
+	rows := make([]Tag, 0, len(old)+1)
+	rows = append(append(rows, old[:i]...), t)
+	if found {
+		i++
+	}
+	rows = append(rows, old[i:]...)
+	a.rows.Store(&rows)
 }

@@ -2,7 +2,7 @@ package segment_test
 
 import (
 	"context"
-	"slices"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -28,10 +28,10 @@ func TestTagsFromReload(t *testing.T) {
 	}
 	got := a.Tags()
 	want := []segment.Tag{
-		{AppTag: "a", MaxID: 3, Step: 20, Description: "first", UpdateTime: updated},
-		{AppTag: "b", MaxID: 7, Step: 10, Description: "second", UpdateTime: updated},
+		{AppTag: "a", MaxID: 3, Step: 20, Description: "first", UpdateTime: updated, Format: segment.FormatSequential},
+		{AppTag: "b", MaxID: 7, Step: 10, Description: "second", UpdateTime: updated, Format: segment.FormatSequential},
 	}
-	if !slices.Equal(got, want) {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Tags() = %+v, want %+v", got, want)
 	}
 

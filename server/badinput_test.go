@@ -111,6 +111,12 @@ func httpRequest(tb testing.TB, c frontendtest.Case) (method, target, body strin
 		if c.Description != "" {
 			m["description"] = c.Description
 		}
+		if c.Format != "" {
+			m["format"] = c.Format
+		}
+		if c.Length != 0 {
+			m["length"] = c.Length
+		}
 		return http.MethodPost, "/tags", obj(m)
 	case frontendtest.Acquire:
 		m := map[string]any{}

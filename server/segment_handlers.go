@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,7 +18,10 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // handleAlloc serves GET /alloc?app_tag=T[&count=N], the hot path: no
-// url.Values, no encoding/json, one pooled buffer, one Write.
+// url.Values, no encoding/json, one pooled buffer, one Write. Every format's
+// "id" is a JSON number (scrambled and fixed_length IDs have at most 18
+// digits). A batch of a sequential or fixed_length tag is strictly
+// increasing; a scrambled tag's batch is unique, in no order (API.md §7).
 func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	raw := r.URL.RawQuery
 	tag, err := tagParam(raw)
@@ -53,8 +57,12 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 
 // tagJSON is one row of GET /tags: the store's row as of the last tag-list
 // reload merged with this instance's view of it.
+// A scrambled tag's key is never among them: the allocator's Tags() does
+// not carry it.
 type tagJSON struct {
 	AppTag      string `json:"app_tag"`
+	Format      string `json:"format"`
+	Length      int    `json:"length"`
 	MaxID       int64  `json:"max_id"`
 	Step        int64  `json:"step"`
 	CurrentStep int64  `json:"current_step"`
@@ -78,6 +86,8 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 		st := stats[t.AppTag]
 		out = append(out, tagJSON{
 			AppTag:      t.AppTag,
+			Format:      string(cmp.Or(t.Format, segment.FormatSequential)),
+			Length:      t.Length,
 			MaxID:       t.MaxID,
 			Step:        t.Step,
 			CurrentStep: st.Step,
@@ -106,21 +116,31 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 	if err := s.seg.CreateTag(r.Context(), t); err != nil {
 		return s.fail(w, r, err)
 	}
-	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start)
+	// The tag as stored: the domain's defaults applied (the format, a
+	// fixed_length start raised to its first ID). It was just accepted, so
+	// the check passes whatever cap it is given.
+	if stored, err := segment.CheckNewTag(t, t.Step); err == nil {
+		t = stored
+	}
+	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
+		"format", string(t.Format), "length", t.Length)
 	return s.sendJSON(w, r, http.StatusCreated, struct {
 		envelope
 		AppTag      string `json:"app_tag"`
 		Step        int64  `json:"step"`
 		Start       int64  `json:"start"`
 		Description string `json:"description"`
-	}{success, t.AppTag, t.Step, t.Start, t.Description})
+		Format      string `json:"format"`
+		Length      int    `json:"length"`
+	}{success, t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length})
 }
 
 // readTag reads POST /tags' body: app_tag and step are required, start
-// defaults to 1. Only the JSON is checked here; the tag's rules and their
-// words are the allocator's (segment.CheckNewTag).
+// defaults to 1, format to sequential, length to none. Only the JSON is
+// checked here; the tag's rules and their words are the allocator's
+// (segment.CheckNewTag).
 func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, error) {
-	o, err := readObject(w, r, "app_tag", "step", "start", "description")
+	o, err := readObject(w, r, "app_tag", "step", "start", "description", "format", "length")
 	if err != nil {
 		return segment.Tag{}, err
 	}
@@ -153,5 +173,17 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 	if err != nil {
 		return segment.Tag{}, err
 	}
-	return segment.Tag{AppTag: tag, Step: step, Start: start, Description: desc}, nil
+	format, _, err := o.string("format")
+	if err != nil {
+		return segment.Tag{}, err
+	}
+	length, _, err := o.int64("length")
+	if err != nil {
+		return segment.Tag{}, err
+	}
+	// Any length outside [-1, 100] is as invalid as -1 or 100 are, and
+	// fits an int on every platform.
+	length = min(max(length, -1), 100)
+	return segment.Tag{AppTag: tag, Step: step, Start: start, Description: desc,
+		Format: segment.Format(format), Length: int(length)}, nil
 }

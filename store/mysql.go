@@ -45,8 +45,9 @@ const (
 )
 
 var mysqlDialect = dialect{
-	expand:      mysqlExpand("NOW(3)"),
-	isDuplicate: func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
+	expand:             mysqlExpand("NOW(3)"),
+	formatColumnsQuery: mysqlFormatColumnsQuery,
+	isDuplicate:        func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
 	isLostRace: func(err error) bool {
 		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock) ||
 			mysqlErrorIs(err, erLockWaitTimeout)
@@ -72,11 +73,16 @@ func mysqlErrorIs(err error, number uint16) bool {
 // MySQLOptions tunes OpenMySQL.
 type MySQLOptions struct {
 	// InitSchema applies schema.sql (creating missing tables and the
-	// test_business row) and turns any TIMESTAMP column of idalloc's tables
-	// into DATETIME(3) before OpenMySQL returns. Without it the tables must
-	// exist with DATETIME columns: a table with a TIMESTAMP column (from an
-	// older schema.sql) is refused with ErrOutdatedSchema, naming the ALTER
-	// TABLE that fixes it. A table made by another ID service (Leaf's
+	// test_business row), turns any TIMESTAMP column of idalloc's tables
+	// into DATETIME(3), and adds the number-format columns (format, length,
+	// format_key) to a segments table made before them, before OpenMySQL
+	// returns. Without it the tables must exist with DATETIME columns: a
+	// table with a TIMESTAMP column (from an older schema.sql) is refused
+	// with ErrOutdatedSchema, naming the ALTER TABLE that fixes it. A
+	// segments table without the format columns is used as it is, every
+	// row sequential; creating a fixed_length or scrambled tag on it fails
+	// with segment.ErrFormatUnsupported, naming the ALTER TABLE that adds
+	// them. A table made by another ID service (Leaf's
 	// leaf_alloc) is not used: idalloc migrate carries its rows over.
 	InitSchema bool
 }
@@ -111,8 +117,14 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 		if err = applySchema(ctx, x, schemaMySQL); err == nil {
 			err = m.upgradeDatetime(ctx)
 		}
+		if err == nil {
+			err = m.upgradeFormats(ctx)
+		}
 	case err == nil:
 		err = m.checkDatetime(ctx)
+	}
+	if err == nil {
+		_, err = m.missingFormats(ctx)
 	}
 	if err != nil {
 		_ = x.Close() // the open error is the one to report

@@ -21,7 +21,8 @@ import (
 // mode). It is safe for concurrent use.
 type ReadOnly struct {
 	d db
-	// tagsQuery selects the columns of tagRow from the table of tags.
+	// tagsQuery selects the columns of tagRow from the table of tags; ""
+	// for idalloc's segments table, read as the store's Tags reads it.
 	tagsQuery string
 	// tables are the names of the database's tables.
 	tables map[string]bool
@@ -80,7 +81,7 @@ func openSQLiteReadOnly(ctx context.Context, path string, immutable bool) (*Read
 		return nil, err
 	}
 	x.SetMaxOpenConns(1)
-	r := &ReadOnly{d: db{x: x, dialect: sqliteDialect}, tagsQuery: tagsQuery}
+	r := &ReadOnly{d: db{x: x, dialect: sqliteDialect}}
 	if err := r.listTables(ctx, `SELECT name FROM sqlite_master WHERE type = 'table'`); err != nil {
 		_ = x.Close()
 		return nil, err
@@ -119,7 +120,7 @@ func walEmpty(path string) (bool, error) {
 // applied, and TIMESTAMP columns are read as they are (they only fail
 // writes after 2038). Errors: as OpenMySQL's, or no segments table.
 func OpenMySQLReadOnly(ctx context.Context, dsn string) (*ReadOnly, error) {
-	r, addr, err := openMySQLReadOnly(ctx, dsn, tagsQuery)
+	r, addr, err := openMySQLReadOnly(ctx, dsn, "")
 	if err == nil {
 		if err = r.require("segments", "leaf_alloc"); err != nil {
 			_ = r.Close()
@@ -176,10 +177,14 @@ func (r *ReadOnly) require(table, other string) error {
 	return fmt.Errorf("no %s table", table)
 }
 
-// Tags lists every tag of the source with its max_id, step and
-// description, as segment.Store's Tags does.
+// Tags lists every tag of the source with its max_id, step, description,
+// format, length and (scrambled) key, as segment.Store's Tags does; rows of
+// a table without the format columns, and Leaf's, are sequential.
 func (r *ReadOnly) Tags(ctx context.Context) ([]segment.Tag, error) {
-	return r.d.selectTags(ctx, r.tagsQuery)
+	if r.tagsQuery != "" {
+		return r.d.selectTags(ctx, r.tagsQuery)
+	}
+	return r.d.Tags(ctx)
 }
 
 // LeaseTimestamps lists every worker ID's snowflake history; none where the

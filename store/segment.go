@@ -79,22 +79,41 @@ func (d *db) GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bo
 	return ok, nil
 }
 
-// tagRow is one segments row as scanned.
+// tagRow is one segments row as scanned. A query without the format
+// columns (a table from before them, Leaf's) leaves them zero: sequential.
 type tagRow struct {
 	AppTag      string `db:"app_tag"`
 	MaxID       int64  `db:"max_id"`
 	Step        int64  `db:"step"`
 	Description string `db:"description"`
 	UpdateTime  dbTime `db:"update_time"`
+	Format      string `db:"format"`
+	Length      int    `db:"length"`
+	FormatKey   []byte `db:"format_key"`
 }
 
 // tagsQuery lists the segments table. COALESCE: a seed-style table may
 // allow NULL descriptions.
 const tagsQuery = `SELECT app_tag, max_id, step,
+	COALESCE(description, '') AS description, update_time, format, length, format_key
+	FROM segments ORDER BY app_tag`
+
+// tagsQueryBeforeFormats is tagsQuery for a segments table without the
+// format columns.
+const tagsQueryBeforeFormats = `SELECT app_tag, max_id, step,
 	COALESCE(description, '') AS description, update_time FROM segments ORDER BY app_tag`
 
-// Tags lists every row, ordered by app_tag (byte order on both drivers).
+// Tags lists every row, ordered by app_tag (byte order on both drivers),
+// with its format and a scrambled tag's key; a table without the format
+// columns lists every row as sequential.
 func (d *db) Tags(ctx context.Context) ([]segment.Tag, error) {
+	missing, err := d.missingFormats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list tags: %w", err)
+	}
+	if len(missing) > 0 {
+		return d.selectTags(ctx, tagsQueryBeforeFormats)
+	}
 	return d.selectTags(ctx, tagsQuery)
 }
 
@@ -113,19 +132,29 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 			Step:        r.Step,
 			Description: r.Description,
 			UpdateTime:  r.UpdateTime.Time,
+			Format:      segment.Format(r.Format),
+			Length:      r.Length,
+			FormatKey:   r.FormatKey,
+		}
+		if tags[i].Format == "" {
+			tags[i].Format = segment.FormatSequential
 		}
 	}
 	return tags, nil
 }
 
-// CreateTag inserts a row whose first fetched ID is t.Start (0 means 1).
-// It refuses, with the segment package's errors and words, what no row may
+// CreateTag inserts a row whose first fetched number is t.Start (0 means
+// 1), with t's format, length and key (Format "" is sequential). It
+// refuses, with the segment package's errors and words, what no row may
 // hold: segment.ErrInvalidTag, segment.ErrInvalidStep (a step below 1),
 // segment.ErrInvalidStart (a start below 1), segment.ErrInvalidDescription
-// (longer than the column); and segment.ErrTagExists. The allocator's
-// limits (segment.CheckNewTag: the step cap, starts up to
-// segment.MaxUsableID) are the caller's: a migration or a test may create
-// rows beyond them.
+// (longer than the column), what segment.CheckFormat refuses (a format,
+// length or key the allocator cannot serve); segment.ErrTagExists; and
+// segment.ErrFormatUnsupported for a fixed_length or scrambled tag on a
+// MySQL table without the format columns, naming the ALTER TABLE that adds
+// them. The allocator's limits (segment.CheckNewTag: the step cap, starts
+// up to segment.MaxUsableID or within the format's digits) are the
+// caller's: a migration or a test may create rows beyond them.
 func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	start := t.Start
 	if start == 0 {
@@ -141,12 +170,33 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 		refused = segment.ErrInvalidStart
 	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
 		refused = segment.ErrInvalidDescription
+	default:
+		refused = segment.CheckFormat(t)
 	}
 	if refused != nil {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, refused)
 	}
-	_, err := d.x.ExecContext(ctx, d.q(`INSERT INTO segments (app_tag, max_id, step, description, update_time)
-		VALUES (?, ?, ?, ?, {now})`), t.AppTag, start-1, t.Step, t.Description)
+	missing, err := d.missingFormats(ctx)
+	switch {
+	case err != nil:
+	case len(missing) == 0:
+		format := t.Format
+		if format == "" {
+			format = segment.FormatSequential
+		}
+		var key any // NULL unless scrambled
+		if len(t.FormatKey) > 0 {
+			key = t.FormatKey
+		}
+		_, err = d.x.ExecContext(ctx, d.q(`INSERT INTO segments
+			(app_tag, max_id, step, description, update_time, format, length, format_key)
+			VALUES (?, ?, ?, ?, {now}, ?, ?, ?)`), t.AppTag, start-1, t.Step, t.Description, string(format), t.Length, key)
+	case t.Format != "" && t.Format != segment.FormatSequential:
+		err = formatsUnsupported(missing)
+	default:
+		_, err = d.x.ExecContext(ctx, d.q(`INSERT INTO segments (app_tag, max_id, step, description, update_time)
+			VALUES (?, ?, ?, ?, {now})`), t.AppTag, start-1, t.Step, t.Description)
+	}
 	if d.dialect.isDuplicate(err) {
 		err = segment.ErrTagExists
 	}

@@ -27,7 +27,10 @@ CREATE TABLE IF NOT EXISTS segments (
   max_id      INTEGER NOT NULL DEFAULT 0,
   step        INTEGER NOT NULL,
   description TEXT    NOT NULL DEFAULT '',
-  update_time INTEGER NOT NULL DEFAULT 0
+  update_time INTEGER NOT NULL DEFAULT 0,
+  format      TEXT    NOT NULL DEFAULT 'sequential',
+  length      INTEGER NOT NULL DEFAULT 0,
+  format_key  BLOB
 ) STRICT;
 
 INSERT OR IGNORE INTO segments (app_tag, max_id, step, description, update_time)
@@ -51,10 +54,11 @@ CREATE TABLE IF NOT EXISTS worker_layouts (
 `
 
 var sqliteDialect = dialect{
-	expand:      sqliteExpand(sqliteNow),
-	isDuplicate: isSQLiteDuplicate,
-	isLostRace:  isSQLiteDuplicate,
-	oneWriter:   true,
+	expand:             sqliteExpand(sqliteNow),
+	formatColumnsQuery: sqliteFormatColumnsQuery,
+	isDuplicate:        isSQLiteDuplicate,
+	isLostRace:         isSQLiteDuplicate,
+	oneWriter:          true,
 }
 
 // sqliteExpand is the SQLite placeholder expansion with now as the clock;
@@ -81,7 +85,8 @@ func isSQLiteDuplicate(err error) bool {
 type SQLite struct{ db }
 
 // OpenSQLite opens or creates the SQLite database file at path, creating the
-// tables and the test_business row when missing. Within a handle, calls run
+// tables and the test_business row when missing, and adding the
+// number-format columns to a segments table made before them. Within a handle, calls run
 // one at a time on a single connection: SQLite has one writer anyway, and
 // this keeps a handle from waiting on its own lock. Across handles and
 // processes, writers wait for each other up to 5s (busy_timeout) and readers
@@ -109,11 +114,15 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 
 	// One transaction, so handles opening a new file at once create it once.
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		return applySchema(ctx, tx, s.q(sqliteSchema))
+		if err := applySchema(ctx, tx, s.q(sqliteSchema)); err != nil {
+			return err
+		}
+		return addSQLiteFormats(ctx, tx)
 	})
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	s.formats.Store(true)
 	return s, nil
 }

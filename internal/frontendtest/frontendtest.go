@@ -48,7 +48,8 @@ const (
 	// /health?app_tag=; RESP: INFO tag.
 	Buffered Op = "buffered"
 	// CreateTag is segment.Allocator.CreateTag: Tag, Step, Start (0: not
-	// sent), Description ("": not sent). HTTP: POST /tags; RESP: HSET.
+	// sent), Description ("": not sent), Format ("": not sent), Length (0:
+	// not sent). HTTP: POST /tags; RESP: HSET.
 	CreateTag Op = "create_tag"
 	// Acquire is workerlease.Service.Acquire: Cluster ("": not sent).
 	Acquire Op = "acquire"
@@ -83,6 +84,8 @@ type Case struct {
 	Count       int
 	Step, Start int64
 	Description string
+	Format      string
+	Length      int
 
 	Cluster         string
 	WorkerID        int64
@@ -107,6 +110,11 @@ const (
 	msgInvalidCluster = "invalid cluster: want 1 to 64 characters of A-Z a-z 0-9 _ . : -"
 	msgInvalidToken   = "invalid token: want 22 base64url characters"
 	msgNotAssigned    = "worker ID is not assigned"
+
+	msgInvalidFormat    = "invalid format: must be sequential, fixed_length or scrambled"
+	msgLengthSequential = "invalid length: must be absent (or 0) for format sequential; send format fixed_length or scrambled for IDs of a fixed number of digits"
+	msgLengthFixed      = "invalid length: must be from 1 to 18 for format fixed_length"
+	msgLengthScrambled  = "invalid length: must be from 6 to 18 for format scrambled"
 )
 
 // Cases returns the bad inputs, a fresh slice on every call. Each is
@@ -142,6 +150,27 @@ func Cases() []Case {
 		{Name: "create description too long", Op: CreateTag, Tag: "t1", Step: 10, Description: strings.Repeat("é", segment.MaxDescription+1),
 			WantKind: "invalid", WantMsg: fmt.Sprintf("invalid description: longer than %d characters", segment.MaxDescription)},
 		{Name: "create bad tag and bad step names the tag", Op: CreateTag, Tag: "bad tag", Step: 0, WantKind: "invalid", WantMsg: msgInvalidTag},
+
+		// Number formats (API.md §7), checked after the step, before the
+		// start and description.
+		{Name: "create unknown format", Op: CreateTag, Tag: "t1", Step: 10, Format: "random", Length: 8, WantKind: "invalid", WantMsg: msgInvalidFormat},
+		{Name: "create format in capitals", Op: CreateTag, Tag: "t1", Step: 10, Format: "Scrambled", Length: 8, WantKind: "invalid", WantMsg: msgInvalidFormat},
+		{Name: "create length without a format", Op: CreateTag, Tag: "t1", Step: 10, Length: 8, WantKind: "invalid", WantMsg: msgLengthSequential},
+		{Name: "create sequential with a length", Op: CreateTag, Tag: "t1", Step: 10, Format: "sequential", Length: 8, WantKind: "invalid", WantMsg: msgLengthSequential},
+		{Name: "create fixed_length without length", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", WantKind: "invalid", WantMsg: msgLengthFixed},
+		{Name: "create fixed_length of 19 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: 19, WantKind: "invalid", WantMsg: msgLengthFixed},
+		{Name: "create fixed_length of negative length", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: -1, WantKind: "invalid", WantMsg: msgLengthFixed},
+		{Name: "create fixed_length start with too many digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: 6, Start: 1_000_000,
+			WantKind: "invalid", WantMsg: "invalid start: must be from 1 to 999999 for format fixed_length with length 6"},
+		{Name: "create scrambled without length", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", WantKind: "invalid", WantMsg: msgLengthScrambled},
+		{Name: "create scrambled of 5 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 5, WantKind: "invalid", WantMsg: msgLengthScrambled},
+		{Name: "create scrambled of 19 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 19, WantKind: "invalid", WantMsg: msgLengthScrambled},
+		{Name: "create scrambled with a start", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 8, Start: 1000,
+			WantKind: "invalid", WantMsg: "invalid start: must be absent (or 1) for format scrambled: its IDs follow no order, so there is no first one to choose"},
+		{Name: "create bad step and bad format names the step", Op: CreateTag, Tag: "t1", Step: 0, Format: "random", WantKind: "invalid", WantMsg: stepMsg},
+		{Name: "create bad format and bad description names the format", Op: CreateTag, Tag: "t1", Step: 10, Format: "random",
+			Description: strings.Repeat("é", segment.MaxDescription+1), WantKind: "invalid", WantMsg: msgInvalidFormat},
+		{Name: "create existing tag in another format", Op: CreateTag, Tag: ExistingTag, Step: 10, Format: "scrambled", Length: 8, WantKind: "exists", WantMsg: "app_tag already exists"},
 		{Name: "create existing tag", Op: CreateTag, Tag: ExistingTag, Step: 10, WantKind: "exists", WantMsg: "app_tag already exists"},
 
 		// Worker-ID leases: the Service's checks, in its order, then the
@@ -211,7 +240,8 @@ func (c Case) Call(ctx context.Context, d Domain) error {
 		_, err := d.Segments.Buffered(c.Tag)
 		return err
 	case CreateTag:
-		return d.Segments.CreateTag(ctx, segment.Tag{AppTag: c.Tag, Step: c.Step, Start: c.Start, Description: c.Description})
+		return d.Segments.CreateTag(ctx, segment.Tag{AppTag: c.Tag, Step: c.Step, Start: c.Start, Description: c.Description,
+			Format: segment.Format(c.Format), Length: c.Length})
 	case Acquire:
 		_, err := d.Leases.Acquire(ctx, c.Cluster, "frontendtest")
 		return err

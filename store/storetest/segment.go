@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -304,9 +305,9 @@ func testTags(t *testing.T, db DB) {
 		t.Fatalf("Tags: %v", err)
 	}
 	want := []segment.Tag{
-		{AppTag: "A:users", MaxID: 0, Step: 30},
-		{AppTag: "b.orders", MaxID: 30, Step: 20, Description: "B orders"},
-		{AppTag: seeded, MaxID: 0, Step: 100000, Description: seeded},
+		{AppTag: "A:users", MaxID: 0, Step: 30, Format: segment.FormatSequential},
+		{AppTag: "b.orders", MaxID: 30, Step: 20, Description: "B orders", Format: segment.FormatSequential},
+		{AppTag: seeded, MaxID: 0, Step: 100000, Description: seeded, Format: segment.FormatSequential},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Tags = %+v, want %+v", got, want)
@@ -317,7 +318,7 @@ func testTags(t *testing.T, db DB) {
 			t.Errorf("Tags[%d].UpdateTime = %v, want a recent UTC time", i, g.UpdateTime)
 		}
 		g.UpdateTime = time.Time{}
-		if g != want[i] {
+		if !reflect.DeepEqual(g, want[i]) {
 			t.Errorf("Tags[%d] = %+v, want %+v", i, g, want[i])
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/idalloc/idalloc/segment"
@@ -143,7 +144,7 @@ func Run(t *testing.T, d Driver) {
 	// One probe database up front skips the whole suite in one line rather
 	// than each case on its own.
 	d.NewDB(t)
-	cases := append(append(segmentCases(), leaseCases()...), timeCases()...)
+	cases := slices.Concat(segmentCases(), formatCases(), leaseCases(), timeCases())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
