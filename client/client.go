@@ -1,0 +1,295 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// Client hands out idalloc IDs from local buffers. It is safe for
+// concurrent use.
+//
+// Next answers from a per-tag double buffer: the current batch, which
+// callers take from with one atomic add and no lock, and the next batch,
+// fetched with GET /alloc?app_tag=T&count=N in the background once a fifth
+// of the current one is left. A caller waits on the network only when both
+// are empty. N adapts to the caller's pace: it starts at 16, doubles while
+// fetches come back to back (less than 100ms apart, or a caller found the
+// buffer empty), and halves when they are more than 10s apart, within
+// 1..MaxBatch. A fetch that finds the buffer already empty is followed at
+// once by the next.
+//
+// Requests go to the URLs round robin. An instance that refuses the
+// connection, times out, answers 503 or 500, or closes the connection after
+// its answer (Connection: close, as a draining instance does) is set aside
+// for its Retry-After (1s when it gives none) and the next one is used; one
+// set aside is still tried as a last resort before a call fails, so a call
+// fails (ErrUnavailable) only when every instance failed it.
+//
+// Guarantees: every ID is handed out once (each comes from one answer and
+// each index of a batch is claimed once); the IDs one goroutine gets for a
+// tag are strictly increasing while a single instance serves the Client
+// (an instance's answers for a tag only increase, and batches are used in
+// the order they arrived). IDs are used in the order received: nothing
+// beyond that is assumed, so tags whose IDs are not increasing (scrambled)
+// are served as they come. IDs left in a buffer when the process ends are
+// never issued: a restart skips them, it never repeats them.
+//
+// Goroutines: at most one fetch per tag (and one for snowflake IDs) runs at a
+// time, each on a goroutine started for that fetch; Close stops and waits
+// for all of them, and closes the Keepers made over the Client.
+type Client struct {
+	insts      []*instance
+	hc         *http.Client
+	own        *http.Transport // the transport New made, closed by Close
+	token      string
+	cluster    string
+	maxBatch   atomic.Int64
+	maxAge     time.Duration
+	reqTimeout time.Duration
+	now        func() time.Time
+	base       time.Time
+	log        *slog.Logger
+	rr         atomic.Uint64
+
+	// tags maps a tag to its buffer. It is read on every Next without a
+	// lock and copied whole to add or drop a tag (under tagsMu): a plain
+	// map with string keys is read without sync.Map's interface hashing
+	// (a fifth of Next's cost in a profile), and a process uses few tags.
+	tags   atomic.Pointer[map[string]*buffer]
+	tagsMu sync.Mutex
+	snow   *buffer
+
+	closed  atomic.Bool
+	ctx     context.Context // ends at Close; fetches run under it
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closedC chan struct{} // closed when the first Close returns
+
+	mu      sync.Mutex // orders wg.Add with Close's wg.Wait; guards the fields below
+	closing bool
+	keepers map[*Keeper]struct{}
+}
+
+// Next returns the next ID of tag. It waits on the network only when the
+// tag's buffer is empty, and then no longer than ctx allows. Errors:
+// ErrInvalidTag (no request is made), ErrUnknownTag, ErrExhausted,
+// ErrUnavailable, ErrClosed, ctx's error; an answer's error is an *Error.
+func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	if b := (*c.tags.Load())[tag]; b != nil {
+		if id, ok := b.take(); ok {
+			return id, nil
+		}
+		return b.nextID(ctx)
+	}
+	b, err := c.newTag(tag)
+	if err != nil {
+		return 0, err
+	}
+	return b.nextID(ctx)
+}
+
+// NextN fills dst with IDs of tag, in the order Next would return them
+// (strictly increasing while one instance serves). It takes dst rather than
+// a count, like segment.Allocator.NextN and snowflake.Generator.NextN: the
+// caller owns the memory and can reuse it, so a call allocates nothing.
+// A dst longer than what is buffered waits for as many fetches as it needs.
+// Errors as Next; on error the IDs already written are discarded (they are
+// never handed out again) and dst's content is unspecified.
+func (c *Client) NextN(ctx context.Context, tag string, dst []int64) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	b := (*c.tags.Load())[tag]
+	if b == nil {
+		var err error
+		if b, err = c.newTag(tag); err != nil {
+			return err
+		}
+	}
+	return b.fill(ctx, dst)
+}
+
+// Snowflake returns a snowflake ID. IDs come from GET /snowflake?count=N
+// batches, buffered as segment IDs are, but each batch is used for at most
+// Config.SnowflakeMaxAge after it was requested: an ID carries the
+// millisecond it was made, and a stale one would misdate its record. Among
+// the instances, one answering resp_code 4 (clock moved backwards) or 5 (no
+// worker ID) is set aside like an unavailable one. Errors as Next, without
+// the tag errors.
+func (c *Client) Snowflake(ctx context.Context) (int64, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	if id, ok := c.snow.take(); ok {
+		return id, nil
+	}
+	return c.snow.nextID(ctx)
+}
+
+// Close closes the Keepers made over c (releasing their leases), stops
+// every background fetch and waits for them; later calls return ErrClosed,
+// and callers waiting on a fetch return ErrClosed at once. IDs still
+// buffered are dropped (never issued by anyone). It closes the idle
+// connections of the Client's own transport. It is idempotent, waits for
+// the first call to finish, and returns nil.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		<-c.closedC
+		return nil
+	}
+	c.closing = true
+	keepers := c.keepers
+	c.keepers = nil
+	c.mu.Unlock()
+	for k := range keepers {
+		// 0: the lease's last reservation covers every ID issued under it.
+		ctx, cancel := context.WithTimeout(context.Background(), c.reqTimeout)
+		_ = k.Close(ctx, 0)
+		cancel()
+	}
+	c.mu.Lock()
+	c.closed.Store(true)
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+	close(c.closedC)
+	return nil
+}
+
+// track registers a Keeper for Close; false once Close has begun.
+func (c *Client) track(k *Keeper) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	if c.keepers == nil {
+		c.keepers = make(map[*Keeper]struct{})
+	}
+	c.keepers[k] = struct{}{}
+	return true
+}
+
+func (c *Client) untrack(k *Keeper) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.keepers, k)
+}
+
+// newTag returns the buffer of a tag seen for the first time.
+func (c *Client) newTag(tag string) (*buffer, error) {
+	if !segment.ValidTag(tag) {
+		return nil, ErrInvalidTag
+	}
+	c.tagsMu.Lock()
+	defer c.tagsMu.Unlock()
+	old := *c.tags.Load()
+	if b := old[tag]; b != nil {
+		return b, nil
+	}
+	b := newBuffer(c, tag, c.fetchSegment, 0)
+	m := make(map[string]*buffer, len(old)+1)
+	maps.Copy(m, old)
+	m[tag] = b
+	c.tags.Store(&m)
+	return b, nil
+}
+
+// forget drops the buffer of a tag the servers do not know, so that
+// callers' stray tags do not accumulate; the next call starts afresh.
+func (c *Client) forget(b *buffer, err error) {
+	if b.tag == "" || !errors.Is(err, ErrUnknownTag) {
+		return
+	}
+	c.tagsMu.Lock()
+	defer c.tagsMu.Unlock()
+	old := *c.tags.Load()
+	if old[b.tag] != b {
+		return
+	}
+	m := maps.Clone(old)
+	delete(m, b.tag)
+	c.tags.Store(&m)
+}
+
+// goFetch runs f on a new goroutine that Close waits for; false once
+// closed.
+func (c *Client) goFetch(f func(context.Context)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	c.wg.Go(func() { f(c.ctx) })
+	return true
+}
+
+// since reads the Client's clock as an offset from its creation: one
+// monotonic reading, comparable as an integer.
+func (c *Client) since() time.Duration { return c.now().Sub(c.base) }
+
+func (c *Client) batchCap() int { return int(c.maxBatch.Load()) }
+
+// fetchSegment asks for n IDs of tag.
+func (c *Client) fetchSegment(ctx context.Context, tag string, n int) ([]int64, time.Duration, error) {
+	return c.fetchIDs(ctx, "/alloc?app_tag="+tag+"&count=", n, 0)
+}
+
+// fetchSnowflake asks for n snowflake IDs. An instance without a worker ID
+// (resp_code 5) is skipped: another may have one.
+func (c *Client) fetchSnowflake(ctx context.Context, _ string, n int) ([]int64, time.Duration, error) {
+	return c.fetchIDs(ctx, "/snowflake?count=", n, 5)
+}
+
+// fetchIDs makes one batch call. A count an instance refuses (its
+// max_batch is below Config.MaxBatch) halves the Client's cap, and the call
+// is made again with the smaller count.
+func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int) ([]int64, time.Duration, error) {
+	for {
+		sent := c.since()
+		var ids []int64
+		err := c.do(ctx, request{method: http.MethodGet, path: path + strconv.Itoa(n), elsewhere: elsewhere},
+			func(a answer) error {
+				var err error
+				ids, err = appendIDs(make([]int64, 0, n), a.body)
+				return err
+			})
+		if e, ok := errors.AsType[*Error](err); ok && n > 1 && e.RespCode == 1 && strings.HasPrefix(e.Msg, "invalid count") {
+			n = c.lowerCap(n)
+			continue
+		}
+		return ids, sent, err
+	}
+}
+
+// lowerCap halves the batch cap below a refused count and returns it.
+func (c *Client) lowerCap(refused int) int {
+	n := max(refused/2, 1)
+	for {
+		cur := c.maxBatch.Load()
+		if cur <= int64(n) || c.maxBatch.CompareAndSwap(cur, int64(n)) {
+			break
+		}
+	}
+	c.log.Warn("idalloc refused a batch count: lowering the client's MaxBatch to match its max_batch",
+		"refused", refused, "max_batch", c.batchCap())
+	return min(n, c.batchCap())
+}

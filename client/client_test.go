@@ -1,0 +1,325 @@
+//go:build unix
+
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// countingTransport counts the requests of a Client, by path.
+type countingTransport struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	paths map[string]int
+	hosts map[string]int
+}
+
+func newCounting() *countingTransport {
+	return &countingTransport{next: newTransport(2), paths: map[string]int{}, hosts: map[string]int{}}
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.paths[r.URL.Path]++
+	t.hosts[r.URL.Host]++
+	t.mu.Unlock()
+	return t.next.RoundTrip(r)
+}
+
+func (t *countingTransport) host(h string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.hosts[h]
+}
+
+func (t *countingTransport) count(path string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.paths[path]
+}
+
+// collect runs workers goroutines that each take perWorker IDs with next,
+// and returns each one's IDs in the order it got them. A failure is
+// reported on t from the test goroutine.
+func collect(t *testing.T, workers, perWorker int, next func() (int64, error)) [][]int64 {
+	t.Helper()
+	out := make([][]int64, workers)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			ids := make([]int64, 0, perWorker)
+			for range perWorker {
+				id, err := next()
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids = append(ids, id)
+			}
+			out[w] = ids
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a call failed: %v", err)
+	}
+	return out
+}
+
+// checkUnique fails t if an ID appears twice among all lists.
+func checkUnique(t *testing.T, lists ...[]int64) int {
+	t.Helper()
+	var all []int64
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			t.Fatalf("ID %d issued twice", all[i])
+		}
+	}
+	return len(all)
+}
+
+// checkIncreasing fails t unless ids is strictly increasing.
+func checkIncreasing(t *testing.T, what string, ids []int64) {
+	t.Helper()
+	for i := 1; i < len(ids); i++ {
+		if ids[i] <= ids[i-1] {
+			t.Fatalf("%s: ID %d after %d: not strictly increasing", what, ids[i], ids[i-1])
+		}
+	}
+}
+
+func TestNextFromLiveServer(t *testing.T) {
+	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
+	srv.createTag(t, "order", 1000)
+	tr := newCounting()
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 200, HTTPClient: &http.Client{Transport: tr}})
+	ctx := t.Context()
+
+	lists := collect(t, 4, 5000, func() (int64, error) { return c.Next(ctx, "order") })
+	for w, ids := range lists {
+		checkIncreasing(t, "goroutine "+string(rune('0'+w)), ids)
+	}
+	n := checkUnique(t, lists...)
+	fetches := tr.count("/alloc")
+	if fetches == 0 || fetches > n/50 {
+		t.Errorf("%d IDs took %d /alloc requests; want batches of up to 200 (at most %d requests)", n, fetches, n/50)
+	}
+	b := (*c.tags.Load())["order"]
+	b.mu.Lock()
+	size := b.size
+	b.mu.Unlock()
+	if size != 200 {
+		t.Errorf("batch size after back-to-back refills: got %d, want MaxBatch 200", size)
+	}
+}
+
+func TestNextN(t *testing.T) {
+	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
+	srv.createTag(t, "order", 1000)
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 100})
+	ctx := t.Context()
+
+	// NextN beside Next: a dst longer than two batches waits for fetches.
+	var singles []int64
+	done := make(chan error, 1)
+	go func() {
+		for range 2000 {
+			id, err := c.Next(ctx, "order")
+			if err != nil {
+				done <- err
+				return
+			}
+			singles = append(singles, id)
+		}
+		done <- nil
+	}()
+	var batches [][]int64
+	for range 10 {
+		dst := make([]int64, 333)
+		if err := c.NextN(ctx, "order", dst); err != nil {
+			t.Fatal(err)
+		}
+		checkIncreasing(t, "NextN", dst)
+		batches = append(batches, dst)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkIncreasing(t, "Next", singles)
+	checkIncreasing(t, "NextN calls in turn", slices.Concat(batches...))
+	checkUnique(t, append(batches, singles)...)
+
+	if err := c.NextN(ctx, "order", nil); err != nil {
+		t.Errorf("NextN with an empty dst: %v", err)
+	}
+}
+
+func TestBatchSizeFollowsThePace(t *testing.T) {
+	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
+	srv.createTag(t, "order", 1000)
+	var clock fakeClock
+	clock.set(time.Now())
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 1000, Now: clock.now})
+	ctx := t.Context()
+	b, err := c.newTag("order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.size
+	}
+	// Back to back (the clock stands still): the size doubles up to the cap.
+	for range 4000 {
+		if _, err := c.Next(ctx, "order"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := size(); got != 1000 {
+		t.Fatalf("size after a burst: got %d, want 1000", got)
+	}
+	// Idle: each fetch more than 10s after the previous halves it. The
+	// caller here lets each fetch end before it goes on, so it never finds
+	// the buffer empty (which would double the size again).
+	fetching := func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.fetching
+	}
+	quiesce := func() {
+		for fetching() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for range 3 {
+		quiesce()
+		clock.advance(11 * time.Second)
+		for !fetching() {
+			if _, err := c.Next(ctx, "order"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	quiesce()
+	if got := size(); got != 125 {
+		t.Errorf("size after three fetches 11s apart: got %d, want 1000/8 = 125", got)
+	}
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func (c *fakeClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func TestTagErrors(t *testing.T) {
+	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
+	tr := newCounting()
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, HTTPClient: &http.Client{Transport: tr}})
+	ctx := t.Context()
+
+	for _, tag := range []string{"", "has space", strings.Repeat("x", 65), "a/b", "ü"} {
+		if _, err := c.Next(ctx, tag); !errors.Is(err, ErrInvalidTag) {
+			t.Errorf("Next(%q): got %v, want ErrInvalidTag", tag, err)
+		}
+		if err := c.NextN(ctx, tag, make([]int64, 2)); !errors.Is(err, ErrInvalidTag) {
+			t.Errorf("NextN(%q): got %v, want ErrInvalidTag", tag, err)
+		}
+	}
+	if n := tr.count("/alloc"); n != 0 {
+		t.Errorf("invalid tags made %d requests, want 0", n)
+	}
+
+	_, err := c.Next(ctx, "no_such_tag")
+	if !errors.Is(err, ErrUnknownTag) {
+		t.Fatalf("Next(unknown): got %v, want ErrUnknownTag", err)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.RespCode != 2 || e.HTTPStatus != http.StatusNotFound || e.URL != srv.URL {
+		t.Errorf("Next(unknown): got %#v, want an *Error with resp_code 2, HTTP 404, URL %s", e, srv.URL)
+	}
+	if _, ok := (*c.tags.Load())["no_such_tag"]; ok {
+		t.Error("the unknown tag's buffer was kept")
+	}
+	// Created later, the tag is served: nothing negative was cached.
+	srv.createTag(t, "no_such_tag", 10)
+	if _, err := c.Next(ctx, "no_such_tag"); err != nil {
+		t.Errorf("Next after creating the tag: %v", err)
+	}
+}
+
+// TestNeverWaitsWhileBuffered freezes the only instance: every buffered ID
+// is still handed out at once, and the call after the last one waits no
+// longer than its context allows.
+func TestNeverWaitsWhileBuffered(t *testing.T) {
+	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
+	srv.createTag(t, "order", 1000)
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 500, RequestTimeout: 10 * time.Second})
+	for range 3000 { // warm up: batches of 500
+		if _, err := c.Next(t.Context(), "order"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.signal(syscall.SIGSTOP)
+	defer srv.signal(syscall.SIGCONT)
+
+	served := 0
+	var slowest time.Duration
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		start := time.Now()
+		_, err := c.Next(ctx, "order")
+		took := time.Since(start)
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("after %d buffered IDs: got %v, want context.DeadlineExceeded", served, err)
+			}
+			if took < 300*time.Millisecond || took > 500*time.Millisecond {
+				t.Errorf("the call past the buffer returned after %v, want its 300ms deadline", took)
+			}
+			break
+		}
+		served++
+		slowest = max(slowest, took)
+		if served > 1000 {
+			t.Fatalf("served %d IDs from a frozen server with batches of 500", served)
+		}
+	}
+	if served == 0 {
+		t.Error("no ID served from the buffer while the server was frozen")
+	}
+	if slowest > 20*time.Millisecond {
+		t.Errorf("a buffered ID took %v; a caller must not wait on the network while its buffer holds IDs", slowest)
+	}
+	t.Logf("%d buffered IDs served while frozen, slowest %v", served, slowest)
+
+	srv.signal(syscall.SIGCONT)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	if _, err := c.Next(ctx, "order"); err != nil {
+		t.Errorf("Next after the server thawed: %v", err)
+	}
+}

@@ -1,0 +1,149 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+func TestAppendIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []int64
+		wantErr    bool
+	}{
+		{"alloc single", `{"resp_code":0,"msg":"success","id":7}`, []int64{7}, false},
+		{"alloc batch", `{"resp_code":0,"msg":"success","id":1,"ids":[1,2,3]}`, []int64{1, 2, 3}, false},
+		{"scrambled order kept", `{"resp_code":0,"msg":"success","id":907,"ids":[907,113,555]}`, []int64{907, 113, 555}, false},
+		{"snowflake batch",
+			`{"resp_code":0,"msg":"success","id":118477193813688323,"id_str":"118477193813688323","ids":[118477193813688323,118477193813688324],"ids_str":["118477193813688323","118477193813688324"]}`,
+			[]int64{118477193813688323, 118477193813688324}, false},
+		{"max int64", `{"resp_code":0,"msg":"success","ids":[9223372036854775807]}`, []int64{9223372036854775807}, false},
+		{"trailing newline", "{\"resp_code\":0,\"msg\":\"success\",\"id\":1,\"ids\":[1,2]}\n", []int64{1, 2}, false},
+		// Not the server's own form: encoding/json reads them.
+		{"re-encoded by a proxy", `{ "msg": "success", "resp_code": 0, "ids": [ 4, 5 ] }`, []int64{4, 5}, false},
+		{"extra field", `{"resp_code":0,"msg":"success","id":1,"ids":[1,2],"left":5}`, []int64{1, 2}, false},
+		{"escaped key", `{"resp_code":0,"msg":"success","i\u0064s":[8,9]}`, []int64{8, 9}, false},
+		// Malformed: never a made-up ID.
+		{"missing separator", `{"resp_code":0,"msg":"success","ids":[1-2]}`, nil, true},
+		{"trailing comma", `{"resp_code":0,"msg":"success","ids":[1,2,]}`, nil, true},
+		{"overflow", `{"resp_code":0,"msg":"success","ids":[9223372036854775808]}`, nil, true},
+		{"fraction", `{"resp_code":0,"msg":"success","ids":[1.5]}`, nil, true},
+		{"truncated", `{"resp_code":0,"msg":"success","ids":[1,2`, nil, true},
+		{"no ids", `{"resp_code":0,"msg":"success"}`, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := appendIDs([]int64{-1}, []byte(tc.body))
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("got %v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v, want %v", err, tc.want)
+			}
+			if want := append([]int64{-1}, tc.want...); !slices.Equal(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestScanMatchesServerFormat: the scanner reads the server's own bodies;
+// the fallback is for others only.
+func TestScanMatchesServerFormat(t *testing.T) {
+	body := []byte(`{"resp_code":0,"msg":"success","id":10,"ids":[10,11,12]}`)
+	if got, ok := scanIDs(nil, body); !ok || !slices.Equal(got, []int64{10, 11, 12}) {
+		t.Errorf("scanIDs: got %v %v, want [10 11 12] true", got, ok)
+	}
+}
+
+func TestRespCodeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		msg  string
+		want error
+	}{
+		{1, "invalid count: must be an integer from 1 to 1000", ErrBadRequest},
+		{1, workerlease.ErrInvalidToken.Error(), ErrInvalidToken},
+		{1, "invalid worker_id: must be from 0 to 3", ErrInvalidWorkerID},
+		{1, segment.ErrInvalidTag.Error(), ErrInvalidTag},
+		{2, segment.ErrUnknownTag.Error(), ErrUnknownTag},
+		{3, "draining: retry on another instance", ErrUnavailable},
+		{4, "clock moved backwards: retry later or on another instance", ErrUnavailable},
+		{5, workerlease.ErrNoWorkerID.Error(), ErrNoAvailableID},
+		{6, workerlease.ErrTokenMismatch.Error(), ErrTokenMismatch},
+		{6, workerlease.ErrLeaseExpired.Error(), ErrTokenExpired},
+		{6, workerlease.ErrNotAssigned.Error(), ErrNotAssigned},
+		{6, "words of a newer server", ErrTokenMismatch},
+		{7, "missing or wrong admin token: send Authorization: Bearer <admin_token>", ErrUnauthorized},
+		{8, "internal error", ErrInternal},
+		{9, "method not allowed: see the Allow header", ErrBadRequest},
+		{10, segment.ErrExhausted.Error(), ErrExhausted},
+		{42, "a code from the future", ErrInternal},
+	} {
+		err := error(newError("http://x", 400, tc.code, tc.msg))
+		if !errors.Is(err, tc.want) {
+			t.Errorf("resp_code %d %q: got %v, want errors.Is %v", tc.code, tc.msg, err, tc.want)
+		}
+	}
+	// The client's names are the domain's values: either name matches.
+	if !errors.Is(newError("u", 409, 6, workerlease.ErrLeaseExpired.Error()), workerlease.ErrLeaseExpired) {
+		t.Error("ErrTokenExpired is not workerlease.ErrLeaseExpired")
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", defaultAside},
+		{"2", 2 * time.Second},
+		{"0", 100 * time.Millisecond},
+		{"86400", maxAside},
+		{now.Add(5 * time.Second).Format(http.TimeFormat), 5 * time.Second},
+		{"soon", defaultAside},
+	} {
+		if got := retryAfter(tc.v, now); got != tc.want {
+			t.Errorf("retryAfter(%q): got %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{},
+		{URLs: []string{"localhost:8880"}},
+		{URLs: []string{"ftp://h"}},
+		{URLs: []string{"http://"}},
+		{URLs: []string{"http://h/?q=1"}},
+		{URLs: []string{"http://h"}, MaxBatch: -1},
+		{URLs: []string{"http://h"}, MaxBatch: MaxMaxBatch + 1},
+		{URLs: []string{"http://h"}, SnowflakeMaxAge: -time.Second},
+		{URLs: []string{"http://h"}, RequestTimeout: -time.Second},
+	} {
+		if c, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("New(%+v): got %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	c, err := New(Config{URLs: []string{"http://127.0.0.1:8880/", "https://lb.example/idalloc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := fmt.Sprint(c.insts[0].base, " ", c.insts[1].base); got != "http://127.0.0.1:8880 https://lb.example/idalloc" {
+		t.Errorf("base URLs: got %s", got)
+	}
+}

@@ -1,0 +1,23 @@
+// Package client is the Go client of idalloc, in the manner of Tinyid's
+// client: it takes the network off the caller's path.
+//
+// Client.Next answers from a local double buffer per tag, filled in the
+// background with GET /alloc?app_tag=T&count=N batches, so a caller waits on
+// the network only when its buffer is empty; Client.Snowflake buffers
+// snowflake IDs the same way, for a bounded age. Several instances are used
+// round robin, and one that fails or drains is set aside for its
+// Retry-After. Every ID is handed out once; a tag's IDs reach one goroutine
+// strictly increasing while a single instance serves the Client.
+//
+// Generator is the worker-ID lease API of the workerid library
+// (GetID, Renew, Release) over HTTP, with that library's sentinel errors;
+// Keeper keeps one lease for a snowflake generator running in this process,
+// renewing it, reserving timestamps and fencing the generator with the
+// server's own keeper (package workerlease).
+//
+// Errors: an instance's refusal is an *Error carrying its resp_code and
+// message, which unwraps to the sentinel of its resp_code (ErrUnknownTag,
+// ErrTokenExpired, ...); client-side failures are the sentinels ErrClosed,
+// ErrUnavailable, ErrInvalidConfig, ErrInvalidTag. Match them with
+// errors.Is.
+package client

@@ -1,0 +1,149 @@
+package client
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// Sentinel errors of the client itself; match them with errors.Is.
+var (
+	// ErrClosed: the Client (or Keeper) was closed.
+	ErrClosed = errors.New("idalloc client closed")
+	// ErrUnavailable: no instance answered in one pass over every URL: each
+	// refused the connection, timed out, closed it unanswered, answered 503
+	// (resp_code 3, or 4 for snowflake) or 500, or answered something that
+	// is not idalloc's JSON. The error also wraps the last instance's error.
+	// Retrying later may succeed.
+	ErrUnavailable = errors.New("no idalloc instance could answer")
+	// ErrInvalidConfig: a Config or KeeperConfig field out of range; the
+	// error names it.
+	ErrInvalidConfig = errors.New("invalid idalloc client config")
+	// ErrBadRequest: resp_code 1 (or 9) for a reason with no sentinel of
+	// its own; the message names the parameter.
+	ErrBadRequest = errors.New("bad request")
+	// ErrUnauthorized: resp_code 7, a lease call without the right admin
+	// token (Config.AdminToken).
+	ErrUnauthorized = errors.New("missing or wrong admin token")
+	// ErrInternal: resp_code 8, logged by the server with the request ID the
+	// message carries. Another instance is tried first.
+	ErrInternal = errors.New("idalloc internal error")
+	// ErrLeaseLost: a Keeper could no longer prove that it holds its lease
+	// (Keeper.Err wraps the last renewal's error with it).
+	ErrLeaseLost = errors.New("worker lease lost")
+)
+
+// Sentinels shared with the domain packages: the same values, so errors.Is
+// matches either name, and the same words the server sends. The lease
+// sentinels carry the names of the workerid library (libx.net/workerid).
+var (
+	// ErrInvalidTag: a tag outside ^[A-Za-z0-9_.:-]{1,64}$; refused before
+	// any request.
+	ErrInvalidTag error = segment.ErrInvalidTag
+	// ErrUnknownTag: resp_code 2, no such app_tag (create it with POST /tags).
+	ErrUnknownTag error = segment.ErrUnknownTag
+	// ErrExhausted: resp_code 10 on /alloc, the tag's ID space is used up.
+	ErrExhausted error = segment.ErrExhausted
+
+	// ErrNoAvailableID: resp_code 5, every worker ID of the cluster is held.
+	ErrNoAvailableID error = workerlease.ErrNoWorkerID
+	// ErrInvalidWorkerID: resp_code 1 naming worker_id (out of range).
+	ErrInvalidWorkerID error = workerlease.ErrInvalidWorkerID
+	// ErrInvalidToken: resp_code 1 naming token (not 22 base64url characters).
+	ErrInvalidToken error = workerlease.ErrInvalidToken
+	// ErrTokenMismatch: resp_code 6, the worker ID is held by another token.
+	// It is also what a resp_code 6 whose words this client does not know
+	// unwraps to: the general "this token does not hold the worker ID".
+	ErrTokenMismatch error = workerlease.ErrTokenMismatch
+	// ErrTokenExpired: resp_code 6, this token's lease expired.
+	ErrTokenExpired error = workerlease.ErrLeaseExpired
+	// ErrNotAssigned: resp_code 6, the worker ID is not held (never, or
+	// released).
+	ErrNotAssigned error = workerlease.ErrNotAssigned
+)
+
+// Error is an idalloc instance's answer that is not a success: its
+// resp_code, HTTP status and message, in the server's words. It unwraps to
+// the sentinel of its resp_code (see codeErrors), so errors.Is(err,
+// ErrUnknownTag) and the like work.
+type Error struct {
+	RespCode   int
+	HTTPStatus int
+	// Msg is the server's msg: what is wrong, in words a user can act on.
+	Msg string
+	// URL is the base URL of the instance that answered.
+	URL string
+
+	sentinel error
+}
+
+// Error returns the server's message with where it came from.
+func (e *Error) Error() string {
+	return "idalloc at " + e.URL + ": " + e.Msg + " (resp_code " + strconv.Itoa(e.RespCode) + ")"
+}
+
+// Unwrap returns the sentinel of e's resp_code.
+func (e *Error) Unwrap() error { return e.sentinel }
+
+// codeErrors is the one table from resp_code (API.md §2) to sentinel;
+// refine narrows codes 1 and 6.
+var codeErrors = map[int]error{
+	1:  ErrBadRequest,
+	2:  ErrUnknownTag,
+	3:  ErrUnavailable,
+	4:  ErrUnavailable, // snowflake clock moved backwards: another instance may serve
+	5:  ErrNoAvailableID,
+	6:  ErrTokenMismatch,
+	7:  ErrUnauthorized,
+	8:  ErrInternal,
+	9:  ErrBadRequest,
+	10: ErrExhausted,
+}
+
+// leaseConflicts tells the cases of resp_code 6 apart. The server answers
+// every conflict with one code and no structured field, and sends the
+// workerlease error's message unchanged (server.classify), so the
+// message is the only signal: it is compared with the words of the very
+// errors the server sends, which live in this module, never with a copy.
+var leaseConflicts = []error{ErrTokenExpired, ErrNotAssigned, ErrTokenMismatch}
+
+// invalidFields tells the cases of resp_code 1 apart the same way: a domain
+// error's message is "invalid <field>: <reason>".
+var invalidFields = []*workerlease.Error{workerlease.ErrInvalidWorkerID, workerlease.ErrInvalidToken}
+
+// newError builds the *Error of a non-zero resp_code.
+func newError(url string, status, code int, msg string) *Error {
+	return &Error{RespCode: code, HTTPStatus: status, Msg: msg, URL: url, sentinel: refine(code, msg)}
+}
+
+func refine(code int, msg string) error {
+	switch code {
+	case 1:
+		for _, e := range invalidFields {
+			if strings.HasPrefix(msg, "invalid "+e.Field+":") {
+				return e
+			}
+		}
+		if strings.HasPrefix(msg, "invalid "+segment.ErrInvalidTag.Field+":") {
+			return ErrInvalidTag
+		}
+	case 6:
+		for _, e := range leaseConflicts {
+			if msg == e.Error() {
+				return e
+			}
+		}
+	}
+	if s, ok := codeErrors[code]; ok {
+		return s
+	}
+	return ErrInternal // a code this client does not know
+}
+
+// retryElsewhere reports whether an answer is the instance's own trouble, so
+// that another instance may serve the same request: unavailable (draining,
+// store down), clock drift, internal error.
+func retryElsewhere(code int) bool { return code == 3 || code == 4 || code == 8 }
