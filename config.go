@@ -27,8 +27,17 @@ type Config struct {
 	MaxBatch   int    `json:"max_batch"`
 	// MaxConns caps the open HTTP connections; at the cap new ones wait in
 	// the accept queue until one closes. See DefaultMaxConns.
-	MaxConns      int    `json:"max_conns"`
-	ShutdownDrain string `json:"shutdown_drain"`
+	MaxConns int `json:"max_conns"`
+	// RespAddr is where the Redis-protocol front end listens (API.md §6);
+	// empty turns it off.
+	RespAddr string `json:"resp_addr"`
+	// RespMaxConns caps its open connections; over the cap a new one is
+	// answered an error and closed. See DefaultMaxConns.
+	RespMaxConns int `json:"resp_max_conns"`
+	// RespIdleTimeout closes a RESP connection that sends nothing for so
+	// long. See DefaultRespIdleTimeout.
+	RespIdleTimeout string `json:"resp_idle_timeout"`
+	ShutdownDrain   string `json:"shutdown_drain"`
 	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
 	// HTTP shutdown, the lease release and the give-back. See
 	// DefaultShutdownTimeout.
@@ -43,7 +52,12 @@ type Config struct {
 // watchdog's second (see stopWatchdogSlack) and the process's exit.
 const DefaultShutdownTimeout = "25s"
 
-// maxMaxConns bounds max_conns: far above any real need, below the point
+// DefaultRespIdleTimeout is the default of resp_idle_timeout: long enough
+// for a client's pool to keep connections between bursts, short enough
+// that abandoned ones do not pile up toward resp_max_conns.
+const DefaultRespIdleTimeout = "5m"
+
+// maxMaxConns bounds max_conns and resp_max_conns: far above any real need, below the point
 // where the cap stops protecting anything.
 const maxMaxConns = 1_000_000
 
@@ -70,6 +84,7 @@ type settings struct {
 	Config
 	shutdownDrain   time.Duration
 	shutdownTimeout time.Duration
+	respIdleTimeout time.Duration
 	tagRefresh      time.Duration
 	epoch           time.Time
 	leaseTTL        time.Duration
@@ -85,6 +100,8 @@ func defaultConfig() Config {
 		DSN:             "idalloc.db",
 		MaxBatch:        1000,
 		MaxConns:        DefaultMaxConns,
+		RespMaxConns:    DefaultMaxConns,
+		RespIdleTimeout: DefaultRespIdleTimeout,
 		ShutdownDrain:   "5s",
 		ShutdownTimeout: DefaultShutdownTimeout,
 		Segment:         SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
@@ -111,6 +128,7 @@ func loadConfig(path string, required bool, getenv func(string) string) (setting
 	}
 	for env, field := range map[string]*string{
 		"IDALLOC_HTTP_ADDR":   &c.HTTPAddr,
+		"IDALLOC_RESP_ADDR":   &c.RespAddr,
 		"IDALLOC_DRIVER":      &c.Driver,
 		"IDALLOC_DSN":         &c.DSN,
 		"IDALLOC_ADMIN_TOKEN": &c.AdminToken,
@@ -212,6 +230,12 @@ func (c Config) validate() (settings, error) {
 	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
 		return s, fmt.Errorf(`key "max_conns": %d is outside 1..%d`, c.MaxConns, maxMaxConns)
 	}
+	if c.RespMaxConns < 1 || c.RespMaxConns > maxMaxConns {
+		return s, fmt.Errorf(`key "resp_max_conns": %d is outside 1..%d`, c.RespMaxConns, maxMaxConns)
+	}
+	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
+		return s, fmt.Errorf(`key "resp_addr": %q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
+	}
 	if c.Segment.MaxStep < 1 {
 		return s, fmt.Errorf(`key "segment.max_step": %d must be at least 1`, c.Segment.MaxStep)
 	}
@@ -234,6 +258,7 @@ func (c Config) validate() (settings, error) {
 	}{
 		{"shutdown_drain", c.ShutdownDrain, &s.shutdownDrain, 0},
 		{"shutdown_timeout", c.ShutdownTimeout, &s.shutdownTimeout, 0},
+		{"resp_idle_timeout", c.RespIdleTimeout, &s.respIdleTimeout, time.Second},
 		{"segment.tag_refresh", c.Segment.TagRefresh, &s.tagRefresh, 100 * time.Millisecond},
 		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL, &s.leaseTTL, time.Second},
 		// 0 would mean the generator's default, 10ms: not what "0s" says.

@@ -30,6 +30,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	}
 	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.shutdownDrain != want.shutdownDrain ||
 		got.MaxConns != want.MaxConns || got.shutdownTimeout != want.shutdownTimeout ||
+		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.respIdleTimeout != want.respIdleTimeout ||
 		got.leaseTTL != want.leaseTTL || !got.epoch.Equal(want.epoch) || got.randomStart != want.randomStart {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
@@ -46,6 +47,12 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"max_conns":0}`, `"max_conns"`},
 		{`{"max_conns":1000001}`, `"max_conns"`},
 		{`{"max_conns":"many"}`, `"max_conns"`},
+		{`{"resp_max_conns":0}`, `"resp_max_conns"`},
+		{`{"resp_max_conns":1000001}`, `"resp_max_conns"`},
+		{`{"resp_idle_timeout":"forever"}`, `"resp_idle_timeout"`},
+		{`{"resp_idle_timeout":"10ms"}`, `"resp_idle_timeout"`},
+		{`{"resp_addr":":8880"}`, `"resp_addr"`}, // the default http_addr
+		{`{"resp_addr":6380}`, `"resp_addr"`},
 		{`{"shutdown_timeout":"soon"}`, `"shutdown_timeout"`},
 		{`{"shutdown_timeout":"5s"}`, `"shutdown_timeout"`}, // not above the default drain
 		{`{"shutdown_drain":"30s"}`, `"shutdown_timeout"`},  // above the default timeout
@@ -86,7 +93,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, shutdown_drain, shutdown_timeout, segment, snowflake`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, shutdown_drain, shutdown_timeout, segment, snowflake`},
 	}
 	for _, c := range cases {
 		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)
@@ -102,14 +109,14 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 
 func TestEnvironmentOverrides(t *testing.T) {
 	env := map[string]string{
-		"IDALLOC_HTTP_ADDR": "127.0.0.1:9999", "IDALLOC_DRIVER": "mysql",
+		"IDALLOC_HTTP_ADDR": "127.0.0.1:9999", "IDALLOC_RESP_ADDR": ":6380", "IDALLOC_DRIVER": "mysql",
 		"IDALLOC_DSN": "u:p@tcp(db:3306)/ids", "IDALLOC_ADMIN_TOKEN": "s3cret",
 	}
 	got, err := loadConfig(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
+	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
 		got.AdminToken != "s3cret" || got.shutdownDrain != time.Second {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
 	}

@@ -1,7 +1,8 @@
-// Command idalloc serves segment (Leaf-style) and snowflake IDs over HTTP.
-// main only wires: it loads the config, opens the store, builds the segment
-// allocator, the worker lease keeper and snowflake source, and the server,
-// serves until SIGTERM/SIGINT, then drains and hands back what it holds.
+// Command idalloc serves segment (Leaf-style) and snowflake IDs over HTTP,
+// and over the Redis protocol when resp_addr is set. main only wires: it
+// loads the config, opens the store, builds the segment allocator, the
+// worker lease keeper and snowflake source, and the front ends, serves
+// until SIGTERM/SIGINT, then drains and hands back what it holds.
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake"
@@ -125,6 +127,13 @@ func run(args []string) error {
 	}
 	conns := limitConns(ln, cfg.MaxConns)
 	defer conns.Close()
+	var respLn net.Listener
+	if cfg.RespAddr != "" {
+		if respLn, err = net.Listen("tcp", cfg.RespAddr); err != nil {
+			return err
+		}
+		defer respLn.Close() // if the start fails before it is served
+	}
 
 	st, err := startStore(ctx, cfg, *initSchema)
 	if err != nil {
@@ -141,6 +150,12 @@ func run(args []string) error {
 		return err
 	}
 	st.ObserveConflicts(metrics.StoreConflict)
+	var respMetrics *resp.Metrics
+	if respLn != nil {
+		if respMetrics, err = resp.NewMetrics(reg); err != nil {
+			return err
+		}
+	}
 
 	alloc, err := segment.New(ctx, st, segment.Config{
 		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.tagRefresh, Observer: metrics, Logger: log,
@@ -163,6 +178,21 @@ func run(args []string) error {
 	}, deps)
 	if err != nil {
 		return err
+	}
+	var respSrv *resp.Server
+	if respLn != nil {
+		respDeps := resp.Deps{Segments: alloc}
+		if keeper != nil {
+			respDeps.Snowflake = source
+		}
+		respSrv, err = resp.New(resp.Config{
+			AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
+			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout,
+			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
+		}, respDeps)
+		if err != nil {
+			return err
+		}
 	}
 	stopLayoutCheck := func() {}
 	if keeper != nil {
@@ -188,14 +218,36 @@ func run(args []string) error {
 	}
 	log.Info("idalloc serving", "addr", ln.Addr().String(), "driver", cfg.Driver, "snowflake", cfg.Snowflake.Enabled,
 		"max_conns", cfg.MaxConns)
-	served := make(chan error, 1)
+	httpServed := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ctx, conns, cfg.shutdownDrain)
 		if err != nil {
 			cancel(fmt.Errorf("serve http: %w", err))
 		}
-		served <- err
+		httpServed <- err
 	}()
+	respServed := make(chan error, 1)
+	if respSrv != nil {
+		log.Info("idalloc serving the Redis protocol", "addr", respLn.Addr().String(),
+			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.respIdleTimeout)
+		go func() {
+			err := respSrv.Serve(ctx, respLn, cfg.shutdownDrain)
+			if err != nil {
+				cancel(fmt.Errorf("serve resp: %w", err))
+			}
+			respServed <- err
+		}()
+	} else {
+		respServed <- nil
+	}
+	// Both front ends drain side by side; the stop goes on once both have
+	// answered their last command.
+	served := make(chan error, 1)
+	go func() { served <- errors.Join(<-httpServed, <-respServed) }()
+	cutConns := conns.closeAll
+	if respSrv != nil {
+		cutConns = func() { conns.closeAll(); respSrv.Cut() }
+	}
 
 	<-ctx.Done()
 	begun := time.Now()
@@ -208,7 +260,7 @@ func run(args []string) error {
 	}
 	_, err = stopper{
 		timeout: cfg.shutdownTimeout, drain: cfg.shutdownDrain,
-		served: served, cutConns: conns.closeAll, handBack: handBack, log: log,
+		served: served, cutConns: cutConns, handBack: handBack, log: log,
 	}.run(begun)
 	if err := errors.Join(err, srv.Close()); err != nil {
 		log.Error("shutdown", "err", err)

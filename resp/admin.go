@@ -1,0 +1,207 @@
+package resp
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// authorize is nil when the connection may make an admin call (API.md §2):
+// with an admin token, once it has sent AUTH with it; without one, when it
+// comes from loopback.
+//
+// A browser cannot speak RESP, but a web page can make it send an HTTP
+// request to this port (a cross-protocol form post) whose body is read as
+// inline commands, from loopback when the page is open on this host. Such
+// connections are closed at their first line (POST, a Host: header, or an
+// HTTP request line: commands.go), before any command in the body is
+// served, as Redis does.
+func (s *Server) authorize(ses *session) error {
+	switch {
+	case s.admin != "" && ses.admin:
+		return nil
+	case s.admin != "":
+		return errNoAuth
+	case ses.loopback:
+		return nil
+	}
+	return errLoopbackOnly
+}
+
+// auth serves AUTH [user] token: admin rights on this connection when
+// token is admin_token (Redis's requirepass habit). The user name, which
+// Redis 6 clients send as "default", is not checked.
+func (s *Server) auth(c redcon.Conn, ses *session, args [][]byte) error {
+	var token []byte
+	switch len(args) {
+	case 2:
+		token = args[1]
+	case 3:
+		token = args[2]
+	default:
+		return arity(cmdAuth, args)
+	}
+	if err := s.checkToken(ses, token); err != nil {
+		return err
+	}
+	c.WriteString("OK")
+	return nil
+}
+
+// checkToken grants ses admin rights when token is the admin token. The
+// compare is constant-time; it leaks only the length.
+func (s *Server) checkToken(ses *session, token []byte) error {
+	if s.admin == "" {
+		return errNoToken
+	}
+	if subtle.ConstantTimeCompare(token, s.adminBytes) != 1 {
+		return errWrongToken
+	}
+	ses.admin = true
+	return nil
+}
+
+// hset serves HSET tag field value [field value …]: creates the tag
+// (admin). It answers the number of fields set, as Redis's HSET does.
+func (s *Server) hset(c redcon.Conn, ses *session, args [][]byte) error {
+	if err := s.authorize(ses); err != nil {
+		return err
+	}
+	if len(args) < 4 || len(args)%2 != 0 {
+		return arity(cmdHset, args)
+	}
+	t, err := readTag(args[1], args[2:])
+	if err != nil {
+		return err
+	}
+	if err := s.seg.CreateTag(s.ctx, t); err != nil {
+		return err
+	}
+	// Log the tag as stored, the domain's defaults applied, as HTTP does.
+	if stored, err := segment.CheckNewTag(t, t.Step); err == nil {
+		t = stored
+	}
+	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
+		"format", string(t.Format), "length", t.Length, "via", "resp", "remote", ses.remote)
+	c.WriteInt(len(args[2:]) / 2)
+	return nil
+}
+
+// The fields HSET takes; a bit each, to refuse one given twice.
+const (
+	fieldStep = 1 << iota
+	fieldStart
+	fieldDescription
+	fieldFormat
+	fieldLength
+	fieldType
+	fieldAutoDisk
+)
+
+// hsetFields names the fields for the refusal of another.
+const hsetFields = "HSET takes step, start, description, format, length, and number-dispenser's type, starting and auto_disk"
+
+// typeFormats are number-dispenser's types as idalloc's formats.
+var typeFormats = map[string]segment.Format{
+	"1": segment.FormatScrambled,
+	"2": segment.FormatFixedLength,
+	"3": segment.FormatSequential,
+}
+
+var (
+	errBadType      = ownError(classErr, "invalid type: must be 1 (scrambled), 2 (fixed_length) or 3 (sequential)")
+	errTypeVsFormat = ownError(classErr, "invalid type: it names another format than the format field")
+)
+
+// readTag reads HSET's field-value pairs into a new tag. Only the wire is
+// checked here: each field known and given once, numbers that are
+// integers. The rules of a tag and their words are the allocator's
+// (segment.CheckNewTag), as for POST /tags. Field names match in any
+// case, as number-dispenser's do.
+func readTag(tag []byte, pairs [][]byte) (segment.Tag, error) {
+	t := segment.Tag{AppTag: string(tag), Step: DefaultStep}
+	var seen int
+	var typeFormat segment.Format
+	for i := 0; i+1 < len(pairs); i += 2 {
+		name, value := strings.ToLower(string(pairs[i])), pairs[i+1]
+		var bit int
+		var err error
+		switch name {
+		case "step":
+			bit = fieldStep
+			t.Step, err = integer("step", value)
+		case "start", "starting":
+			bit = fieldStart
+			t.Start, err = integer(name, value)
+			if err == nil && t.Start == 0 {
+				// The allocator reads Start 0 as "not given"; a client that
+				// wrote 0 asked for an ID below the first, which no tag has.
+				err = segment.ErrInvalidStart
+			}
+		case "description":
+			bit = fieldDescription
+			t.Description = string(value)
+		case "format":
+			bit = fieldFormat
+			t.Format = segment.Format(value)
+		case "length":
+			bit = fieldLength
+			var n int64
+			n, err = integer("length", value)
+			// Any length outside [-1, 100] is as invalid as -1 or 100 are,
+			// and fits an int on every platform (as over HTTP).
+			t.Length = int(min(max(n, -1), 100))
+		case "type":
+			bit = fieldType
+			f, ok := typeFormats[string(value)]
+			if !ok {
+				err = errBadType
+			}
+			typeFormat = f
+		case "auto_disk", "auto-disk":
+			// number-dispenser's persistence strategy: accepted and
+			// ignored, since every one of idalloc's is safe (no ID is
+			// served before the store has recorded it as taken).
+			bit = fieldAutoDisk
+		default:
+			return t, unknownField(name)
+		}
+		if err != nil {
+			return t, err
+		}
+		if seen&bit != 0 {
+			return t, ownError(classErr, "field "+strconv.Quote(name)+" given twice: send each field once")
+		}
+		seen |= bit
+	}
+	if typeFormat != "" {
+		if t.Format != "" && t.Format != typeFormat {
+			return t, errTypeVsFormat
+		}
+		t.Format = typeFormat
+	}
+	return t, nil
+}
+
+// integer reads a field's integer value, or refuses it in HTTP's words for
+// a field that is not one.
+func integer(field string, b []byte) (int64, error) {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, ownError(classErr, "invalid "+field+": want an integer")
+	}
+	return v, nil
+}
+
+// unknownField names a field HSET does not take, when its name is safe to
+// quote back (the characters of a tag); otherwise it says so unnamed.
+func unknownField(name string) error {
+	if segment.ValidTag(name) {
+		return ownError(classErr, "unknown field "+strconv.Quote(name)+": "+hsetFields)
+	}
+	return ownError(classErr, "unknown field: "+hsetFields)
+}

@@ -1,0 +1,117 @@
+package resp
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idalloc/idalloc/internal/frontendtest"
+	"github.com/idalloc/idalloc/store/storetest"
+)
+
+// TestBadInputSameWordsAsHTTP sends frontendtest's bad inputs, the ones
+// every front end shares, over RESP on the real domain and each store
+// driver. For each: the domain called directly gives the case's Kind and
+// message; RESP answers exactly that message after the class the contract
+// gives that Kind, on every command that makes the call; and at the end the
+// store holds what it held before. Package server's test sends the same
+// cases over HTTP and expects the same message as its msg. RESP has no
+// lease calls and no decomposition: those cases are skipped.
+func TestBadInputSameWordsAsHTTP(t *testing.T) {
+	classByKind := map[string]string{ // API.md §6, written out
+		"invalid":   "ERR",
+		"not_found": "ERR",
+		"exists":    "ERR",
+		"conflict":  "ERR",
+	}
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := d.Open(t)
+			dom := frontendtest.Open(t, st)
+			srv, err := New(Config{AdminToken: token}, Deps{Segments: dom.Segments})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: serveOn(t, srv), Password: token})
+			t.Cleanup(func() { _ = rdb.Close() })
+
+			for _, c := range frontendtest.Cases() {
+				cmds := respCommands(c)
+				if cmds == nil {
+					continue
+				}
+				t.Run(c.Name, func(t *testing.T) {
+					kind, msg, ok := frontendtest.Describe(c.Call(ctx, dom))
+					if !ok || kind != c.WantKind || msg != c.WantMsg {
+						t.Fatalf("domain answers %q %q (a domain error: %v), want %q %q", kind, msg, ok, c.WantKind, c.WantMsg)
+					}
+					class, known := classByKind[c.WantKind]
+					if !known {
+						t.Fatalf("no RESP class known for kind %q", c.WantKind)
+					}
+					want := class + " " + c.WantMsg
+					for _, cmd := range cmds {
+						err := rdb.Do(ctx, cmd...).Err()
+						if err == nil || err.Error() != want {
+							t.Errorf("%q: got %v, want %q", cmd, err, want)
+						}
+					}
+				})
+			}
+			frontendtest.CheckUnchanged(t, st)
+		})
+	}
+}
+
+// respCommands are the RESP commands that make c's domain call; nil when
+// RESP has none.
+func respCommands(c frontendtest.Case) [][]any {
+	switch c.Op {
+	case frontendtest.Alloc:
+		if c.Count != 0 {
+			return [][]any{{"IDS", c.Tag, c.Count}}
+		}
+		return [][]any{{"GET", c.Tag}, {"INCR", c.Tag}, {"MGET", c.Tag}, {"MGET", frontendtest.ExistingTag, c.Tag}}
+	case frontendtest.Buffered:
+		return [][]any{{"INFO", c.Tag}}
+	case frontendtest.CreateTag:
+		cmd := []any{"HSET", c.Tag, "step", c.Step}
+		if c.Start != 0 {
+			cmd = append(cmd, "start", c.Start)
+		}
+		if c.Description != "" {
+			cmd = append(cmd, "description", c.Description)
+		}
+		if c.Format != "" {
+			cmd = append(cmd, "format", c.Format)
+		}
+		if c.Length != 0 {
+			cmd = append(cmd, "length", strconv.Itoa(c.Length))
+		}
+		return [][]any{cmd}
+	}
+	return nil
+}
+
+// serveOn serves srv on a port of 127.0.0.1 until tb's cleanup.
+func serveOn(tb testing.TB, srv *Server) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, 0) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}

@@ -1,0 +1,303 @@
+package resp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// writeTimeout bounds one write of answers: a client that pipelines and
+// never reads would otherwise hold its connection's goroutine in a write
+// forever (redcon sets no write deadline). It matches the HTTP server's.
+const writeTimeout = 15 * time.Second
+
+// refuseTimeout bounds the write of a refusal (a protocol error, the
+// connection cap) to a client that is being shut out.
+const refuseTimeout = time.Second
+
+// gateBufSize is the read buffer of a connection: one read from the socket
+// takes at most this much.
+const gateBufSize = 8 << 10
+
+// errMaxClients is Redis's own answer at its maxclients cap, which clients
+// know.
+var errMaxClients = redcon.AppendError(nil, "ERR max number of clients reached")
+
+// gateConn is a connection as redcon reads it. It reads the socket itself,
+// follows the command boundaries with a framer, and hands redcon whole
+// commands (so redcon's reader, which grows its buffer while a command is
+// incomplete, keeps it near the size of one command), or part of one
+// command when that is all there is. Bytes that break a limit or are not
+// RESP are never handed over: the commands before them are, and once
+// redcon has served those and asks for more, the client is answered
+// "-ERR Protocol error: …" and redcon is given the error, which makes it
+// close the connection. It also puts a deadline on every write.
+type gateConn struct {
+	net.Conn
+	l   *listener
+	f   framer
+	buf []byte
+	// buf[r:w] is read and not yet handed over; buf[:scanned] has been
+	// through the framer; buf[:safe] ends on a command boundary.
+	r, w, scanned, safe int
+	perr                error // a *protocolError, refused once buf[r:w] is handed over
+	rerr                error // a read error that came with data, returned after it
+	refused             bool
+	// stopping: serve the complete commands already read, then end the
+	// connection as if the client had closed it (the drain's end).
+	stopping  atomic.Bool
+	closeOnce sync.Once
+}
+
+// Read implements io.Reader for redcon's reader. redcon calls it only when
+// it has answered and flushed every command it had, so a refusal written
+// here comes after every answer owed.
+func (c *gateConn) Read(p []byte) (int, error) {
+	for {
+		switch {
+		case c.safe > c.r: // whole commands
+			n := copy(p, c.buf[c.r:c.safe])
+			c.r += n
+			return n, nil
+		case c.scanned < c.w:
+			c.scan()
+		case c.r < c.w: // the start of a command
+			if c.stopping.Load() {
+				return 0, io.EOF // drop it
+			}
+			n := copy(p, c.buf[c.r:c.w])
+			c.r += n
+			return n, nil
+		default:
+			if err := c.fill(); err != nil {
+				return 0, err
+			}
+		}
+	}
+}
+
+// scan moves the framer over the next unscanned bytes.
+func (c *gateConn) scan() {
+	base := c.scanned
+	n, end, start, err := c.f.scan(c.buf[base:c.w])
+	c.scanned = base + n
+	if end >= 0 {
+		c.safe = base + end
+	}
+	if err != nil {
+		c.perr = err
+		c.w = max(base+start, c.r)
+		c.scanned = c.w
+	}
+}
+
+// fill reads the socket once into buf, or returns why not.
+func (c *gateConn) fill() error {
+	switch {
+	case c.perr != nil:
+		return c.refuse()
+	case c.rerr != nil:
+		return c.rerr
+	case c.stopping.Load():
+		return io.EOF
+	}
+	c.r, c.w, c.scanned, c.safe = 0, 0, 0, 0
+	n, err := c.Conn.Read(c.buf)
+	if n == 0 {
+		if c.stopping.Load() {
+			return io.EOF // woken by the drain's deadline
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
+	}
+	c.w, c.rerr = n, err
+	return nil
+}
+
+// refuse answers the protocol error once and returns it.
+func (c *gateConn) refuse() error {
+	if !c.refused {
+		c.refused = true
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(refuseTimeout))
+		_, _ = c.Conn.Write(redcon.AppendError(nil, "ERR "+c.perr.Error()))
+	}
+	return c.perr
+}
+
+// Write writes with a deadline; redcon writes once per batch of commands.
+func (c *gateConn) Write(b []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return c.Conn.Write(b)
+}
+
+// Close closes the socket and gives the connection's slot back.
+func (c *gateConn) Close() error {
+	err := c.Conn.Close()
+	c.closeOnce.Do(func() { c.l.remove(c) })
+	return err
+}
+
+// aLongTimeAgo is a read deadline that has passed: setting it wakes a
+// blocked read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// stop ends the connection at its next command boundary: a connection
+// waiting for a command is woken now, one serving commands after it has
+// answered those it has read.
+func (c *gateConn) stop() {
+	c.stopping.Store(true)
+	_ = c.Conn.SetReadDeadline(aLongTimeAgo)
+}
+
+// listener caps the open connections, wraps each in a gateConn, and can
+// stop accepting without ending redcon's Serve (which would close every
+// connection at once): after stopAccepting, Accept waits for release.
+type listener struct {
+	net.Listener
+	max     int
+	metrics *Metrics
+	log     func(msg string, args ...any)
+
+	mu      sync.Mutex
+	conns   map[*gateConn]struct{}
+	emptied chan struct{} // closed when conns becomes empty; nil if nobody waits
+
+	stopped     chan struct{}
+	released    chan struct{}
+	stopOnce    sync.Once
+	releaseOnce sync.Once
+	closeOnce   sync.Once
+	backoff     time.Duration
+	lastRefusal atomic.Int64 // UnixNano of the last cap refusal logged
+}
+
+func newListener(ln net.Listener, max int, m *Metrics, log func(string, ...any)) *listener {
+	return &listener{
+		Listener: ln, max: max, metrics: m, log: log,
+		conns:   make(map[*gateConn]struct{}),
+		stopped: make(chan struct{}), released: make(chan struct{}),
+	}
+}
+
+// Accept returns the next connection under the cap. A connection over the
+// cap is answered Redis's "max number of clients reached" and closed, as
+// Redis does, rather than left waiting in the accept queue with no word.
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			select {
+			case <-l.stopped:
+				<-l.released
+				return nil, net.ErrClosed
+			default:
+			}
+			if !errors.Is(err, net.ErrClosed) {
+				// redcon retries at once; back off as net/http does, so a
+				// lack of descriptors does not spin a core.
+				l.backoff = min(max(2*l.backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(l.backoff)
+			}
+			return nil, err
+		}
+		l.backoff = 0
+		l.mu.Lock()
+		full := len(l.conns) >= l.max
+		var c *gateConn
+		if !full {
+			c = &gateConn{Conn: nc, l: l, buf: make([]byte, gateBufSize)}
+			l.conns[c] = struct{}{}
+		}
+		l.mu.Unlock()
+		if full {
+			l.refuse(nc)
+			continue
+		}
+		l.metrics.conns.Inc()
+		return c, nil
+	}
+}
+
+// refuse answers a connection over the cap and closes it, and logs that
+// the cap was reached at most once a minute.
+func (l *listener) refuse(nc net.Conn) {
+	_ = nc.SetWriteDeadline(time.Now().Add(refuseTimeout))
+	_, _ = nc.Write(errMaxClients)
+	_ = nc.Close()
+	now := time.Now().UnixNano()
+	if last := l.lastRefusal.Load(); now-last > int64(time.Minute) && l.lastRefusal.CompareAndSwap(last, now) {
+		l.log("resp: connection refused: resp_max_conns reached", "resp_max_conns", l.max)
+	}
+}
+
+func (l *listener) remove(c *gateConn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	if len(l.conns) == 0 && l.emptied != nil {
+		close(l.emptied)
+		l.emptied = nil
+	}
+	l.mu.Unlock()
+	l.metrics.conns.Dec()
+}
+
+// Close closes the socket listener; redcon calls it when Serve returns.
+func (l *listener) Close() error {
+	err := net.ErrClosed
+	l.closeOnce.Do(func() { err = l.Listener.Close() })
+	return err
+}
+
+// stopAccepting closes the socket listener: new connections are refused by
+// the kernel from now on, while the open ones go on.
+func (l *listener) stopAccepting() {
+	l.stopOnce.Do(func() {
+		close(l.stopped)
+		_ = l.Close()
+	})
+}
+
+// release lets Accept return, which ends redcon's Serve.
+func (l *listener) release() { l.releaseOnce.Do(func() { close(l.released) }) }
+
+// open returns the number of connections open.
+func (l *listener) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// empty returns a channel closed once no connection is open.
+func (l *listener) empty() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if l.emptied == nil {
+		l.emptied = make(chan struct{})
+	}
+	return l.emptied
+}
+
+// each calls f on every open connection.
+func (l *listener) each(f func(*gateConn)) {
+	l.mu.Lock()
+	conns := make([]*gateConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		f(c)
+	}
+}

@@ -1,0 +1,136 @@
+package resp
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// RESP error classes: the first word of an error reply, which clients read
+// to decide what to do (API.md §6).
+const (
+	classErr      = "ERR"      // bad input, unknown tag or command, exists, exhausted
+	classNoAuth   = "NOAUTH"   // admin rights missing
+	classTryAgain = "TRYAGAIN" // retry, on another instance if there is one
+	// Redis's own class for HELLO 3, on which clients fall back to RESP2.
+	classNoProto = "NOPROTO"
+)
+
+// kindClass is the answer to each kind of domain error: the domain
+// packages own the rules and the words, this table only picks the class;
+// the message is the domain error's own, the one HTTP sends as msg. A kind
+// missing here is answered as an internal error; TestKindClass lists every
+// package's kinds.
+var kindClass = []struct{ kind, class string }{
+	{string(segment.KindInvalid), classErr},
+	{string(segment.KindNotFound), classErr},
+	{string(segment.KindExists), classErr},
+	{string(segment.KindExhausted), classErr},
+	{string(segment.KindUnavailable), classTryAgain},
+	{string(snowflake.KindClockBackwards), classTryAgain},
+	// No worker ID is free for this instance (HTTP's resp_code 5): another
+	// instance may hold one, and this one keeps trying.
+	{string(workerlease.KindNoWorkerID), classTryAgain},
+	{string(workerlease.KindConflict), classErr},
+}
+
+// describe finds the domain error in err: its Kind, as the word the domain
+// packages share, and its message.
+func describe(err error) (kind, msg string, ok bool) {
+	if k, m, ok := segment.Describe(err); ok {
+		return string(k), m, true
+	}
+	if k, m, ok := snowflake.Describe(err); ok {
+		return string(k), m, true
+	}
+	if k, m, ok := workerlease.Describe(err); ok {
+		return string(k), m, true
+	}
+	return "", "", false
+}
+
+// replyError is an answer this front end gives in its own words: a
+// request it cannot read, or one its rules refuse before the domain sees
+// it. line is the whole error reply, class first.
+type replyError struct {
+	line    string
+	outcome outcome
+	// close: end the connection after the reply (a request that is not
+	// meant for this port).
+	close bool
+}
+
+func (e *replyError) Error() string { return e.line }
+
+func ownError(class, msg string) *replyError {
+	out := outErr
+	switch class {
+	case classNoAuth:
+		out = outNoAuth
+	case classTryAgain:
+		out = outTryAgain
+	}
+	return &replyError{line: class + " " + msg, outcome: out}
+}
+
+// The front end's own refusals. Where HTTP refuses the same thing, the
+// words are HTTP's msg.
+var (
+	errNoAuth       = ownError(classNoAuth, "missing admin token: send AUTH <admin_token> first")
+	errLoopbackOnly = ownError(classNoAuth, "admin calls are served to loopback clients only: configure admin_token")
+	// errWrongToken is AUTH with a token that is not admin_token, in the
+	// words Redis answers a wrong requirepass with, which clients turn into
+	// their authentication error (redis-py's AuthenticationError).
+	errWrongToken  = &replyError{line: classErr + " invalid password", outcome: outNoAuth}
+	errNoToken     = ownError(classErr, "AUTH: no admin_token is configured on this instance; admin commands are served to loopback clients only")
+	errNoSnowflake = ownError(classErr, "snowflake mode is not enabled on this instance")
+	errDel         = ownError(classErr, "DEL refused: tags are never deleted, since a tag deleted and created again would repeat its IDs")
+	errUnknownCmd  = ownError(classErr, "unknown command: idalloc serves GET, INCR, INCRBY 1, MGET, IDS, SNOWFLAKE, HSET, INFO, DEL, AUTH, PING, ECHO, HELLO, CLIENT, COMMAND, CONFIG, SELECT, QUIT")
+	errSelect      = ownError(classErr, "DB index is out of range: idalloc has database 0 only")
+	errNoProto     = ownError(classNoProto, "sorry, this protocol version is not supported: idalloc speaks RESP2 (HELLO 2)")
+	errSubcommand  = ownError(classErr, "unknown subcommand")
+	errIncrBy      = ownError(classErr, "INCRBY takes an increment of 1 only: IDS <tag> <count> gives several IDs")
+	errSyntax      = ownError(classErr, "syntax error")
+	errInternal    = ownError(classErr, "internal error")
+	// errHTTP answers an HTTP request sent to this port, as a web page can
+	// make a browser do (a cross-protocol form post whose body holds
+	// commands). Redis closes such connections too.
+	errHTTP = &replyError{line: classErr + " this port speaks the Redis protocol, not HTTP: closing", outcome: outErr, close: true}
+)
+
+// badCount is the refusal of a count outside [1, maxBatch], in HTTP's words.
+func badCount(maxBatch int) *replyError {
+	return ownError(classErr, "invalid count: must be an integer from 1 to "+strconv.Itoa(maxBatch))
+}
+
+// wrongArgs is Redis's words for a command given the wrong number of
+// arguments; name is one of ours, never the client's bytes.
+func wrongArgs(name string) *replyError {
+	return ownError(classErr, "wrong number of arguments for '"+name+"' command")
+}
+
+// classify finds err's answer: the front end's own error as it is, a
+// domain error by its Kind with its message; anything else is internal
+// (internal true), its text only for the log.
+func classify(err error) (line string, out outcome, internal bool) {
+	if re, ok := errors.AsType[*replyError](err); ok {
+		return re.line, re.outcome, false
+	}
+	if kind, msg, ok := describe(err); ok {
+		for _, k := range kindClass {
+			if k.kind != kind {
+				continue
+			}
+			switch k.class {
+			case classTryAgain:
+				return k.class + " " + msg, outTryAgain, false
+			default:
+				return k.class + " " + msg, outErr, false
+			}
+		}
+	}
+	return errInternal.line, outInternal, true
+}

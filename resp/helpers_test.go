@@ -1,0 +1,186 @@
+package resp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// instance is the front end as main wires it: a real SQLite store in a
+// temporary directory, the real segment allocator, and a snowflake source
+// under a worker lease the real keeper holds; served on a TCP port of
+// 127.0.0.1.
+type instance struct {
+	addr  string
+	store *store.SQLite
+	alloc *segment.Allocator
+	srv   *Server
+	reg   *prometheus.Registry
+	// stop starts the drain (as SIGTERM does); served then reports Serve's
+	// return.
+	stop   context.CancelFunc
+	served chan error
+}
+
+// options tune start; the zero value serves with defaults, no admin
+// token, and no drain.
+type options struct {
+	cfg     Config
+	drain   time.Duration
+	noFlake bool
+	// listen wraps the listener Serve is given, to observe connections.
+	listen func(net.Listener) net.Listener
+}
+
+// start serves a fresh instance until tb's cleanup, which drains it and
+// closes everything in main's order: the front end, the lease, the
+// allocator (which gives its unused IDs back), the store.
+func start(tb testing.TB, o options) *instance {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(tb.TempDir(), "idalloc.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	alloc, err := segment.New(ctx, st, segment.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in := &instance{store: st, alloc: alloc, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
+	cfg := o.cfg
+	if cfg.Metrics, err = NewMetrics(in.reg); err != nil {
+		tb.Fatal(err)
+	}
+	deps := Deps{Segments: alloc}
+	var keeper *workerlease.Keeper
+	var source *workerlease.Source
+	if !o.noFlake {
+		keeper, source = startLease(tb, st)
+		deps.Snowflake = source
+	}
+	if in.srv, err = New(cfg, deps); err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in.addr = ln.Addr().String()
+	if o.listen != nil {
+		ln = o.listen(ln)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	in.stop = cancel
+	go func() { in.served <- in.srv.Serve(sctx, ln, o.drain) }()
+	tb.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-in.served:
+			if err != nil {
+				tb.Errorf("Serve: %v", err)
+			}
+			in.served <- err // for a test that waits too
+		case <-time.After(o.drain + 30*time.Second):
+			tb.Errorf("Serve did not return after the drain")
+		}
+		if keeper != nil {
+			_ = keeper.Close(ctx, source.LastTimestampMS())
+		}
+		if err := alloc.Close(ctx); err != nil {
+			tb.Errorf("close allocator: %v", err)
+		}
+		_ = st.Close()
+	})
+	return in
+}
+
+// startLease takes a worker lease with the real keeper and returns it with
+// its source once the lease is held.
+func startLease(tb testing.TB, st *store.SQLite) (*workerlease.Keeper, *workerlease.Source) {
+	tb.Helper()
+	svc, err := workerlease.NewService(st, workerlease.Config{Holder: "resp-test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	source, err := workerlease.NewSource(keeper, snowflake.Settings{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keeper.Start(context.Background())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// ErrNoWorkerID until the lease is granted, ErrFenced until its
+		// first renewal has reserved timestamps.
+		if _, err := source.Next(); err == nil {
+			return keeper, source
+		} else if time.Now().After(deadline) {
+			tb.Fatalf("snowflake source not ready: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rawConn is a connection for bytes the clients would not send.
+type rawConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(tb testing.TB, addr string) *rawConn {
+	tb.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return &rawConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// send writes s and reads one reply line (a bulk string's header only).
+func (c *rawConn) send(tb testing.TB, s string) string {
+	tb.Helper()
+	_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write([]byte(s)); err != nil {
+		tb.Fatalf("write: %v", err)
+	}
+	return c.line(tb)
+}
+
+// line reads one CRLF-terminated line, without its CRLF.
+func (c *rawConn) line(tb testing.TB) string {
+	tb.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	l, err := c.r.ReadString('\n')
+	if err != nil {
+		tb.Fatalf("read a reply: %v (got %q)", err, l)
+	}
+	return l[:max(0, len(l)-2)]
+}
+
+// closed reports whether the server closed the connection: the next read
+// ends with EOF (or a reset) rather than data or a timeout.
+func (c *rawConn) closed(tb testing.TB) bool {
+	tb.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := c.r.ReadByte()
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return err != nil
+}

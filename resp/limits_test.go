@@ -1,0 +1,140 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// bulk is a command in RESP's multibulk form.
+func bulk(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
+}
+
+// TestLimits: what breaks a limit of API.md §6, or is not RESP, is answered
+// with an error and its connection closed, after the commands sent before
+// it are answered; every other connection goes on.
+func TestLimits(t *testing.T) {
+	in := start(t, options{noFlake: true})
+	other := dialRaw(t, in.addr)
+	if got := other.send(t, "PING\r\n"); got != "+PONG" {
+		t.Fatalf("PING = %q", got)
+	}
+	tooMany := "*1025\r\n" + strings.Repeat("$4\r\nPING\r\n", 1025)
+	cases := []struct {
+		name, input, want string
+	}{
+		{"argument over 64 KiB", bulk("ECHO", strings.Repeat("x", 64<<10+1)), "-ERR Protocol error: bulk argument over 64 KiB"},
+		{"argument length over 64 KiB announced", "*2\r\n$4\r\nECHO\r\n$999999999999\r\n", "-ERR Protocol error: bulk argument over 64 KiB"},
+		{"inline line over 64 KiB", "ECHO " + strings.Repeat("x", 64<<10) + "\r\n", "-ERR Protocol error: inline command over 64 KiB"},
+		{"inline line without end", "ECHO " + strings.Repeat("x", 100<<10), "-ERR Protocol error: inline command over 64 KiB"},
+		{"1,025 arguments", tooMany, "-ERR Protocol error: more than 1024 arguments"},
+		{"a command over 256 KiB", bulk("MGET", strings.Repeat("a", 60<<10), strings.Repeat("b", 60<<10),
+			strings.Repeat("c", 60<<10), strings.Repeat("d", 60<<10), strings.Repeat("e", 60<<10)), "-ERR Protocol error: command over 256 KiB"},
+		{"bad count", "*x\r\n", "-ERR Protocol error: invalid multibulk length"},
+		{"no $", "*1\r\n:5\r\n", "-ERR Protocol error: expected '$'"},
+		{"bulk not ended by CRLF", "*1\r\n$4\r\nPINGxx", "-ERR Protocol error: invalid bulk length"},
+		{"zero arguments", "*0\r\n", "-ERR Protocol error: invalid multibulk length"},
+		{"unbalanced quotes", "ECHO \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request"},
+		{"HTTP POST", "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 22\r\n\r\nHSET evil step 1\r\n", "-ERR this port speaks the Redis protocol, not HTTP: closing"},
+		{"HTTP GET", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "-ERR this port speaks the Redis protocol, not HTTP: closing"},
+		{"a Host header first", "Host: 127.0.0.1\r\nHSET evil step 1\r\n", "-ERR this port speaks the Redis protocol, not HTTP: closing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn := dialRaw(t, in.addr)
+			// Commands before the offence are answered first.
+			if _, err := conn.Write([]byte("PING\r\n" + bulk("PING", "hi") + c.input)); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"+PONG", "$2", "hi"} {
+				if got := conn.line(t); got != want {
+					t.Fatalf("reply before the offence = %q, want %q", got, want)
+				}
+			}
+			if got := conn.line(t); got != c.want {
+				t.Errorf("reply = %q, want %q", got, c.want)
+			}
+			if !conn.closed(t) {
+				t.Error("connection still open")
+			}
+			if got := other.send(t, "PING\r\n"); got != "+PONG" {
+				t.Errorf("another connection's PING = %q, want +PONG", got)
+			}
+		})
+	}
+	// Exactly at the limits is served.
+	conn := dialRaw(t, in.addr)
+	if got := conn.send(t, bulk("ECHO", strings.Repeat("x", 64<<10))); got != "$65536" {
+		t.Errorf("ECHO of 64 KiB = %q, want it echoed", got)
+	}
+	_, _ = conn.r.Discard(64<<10 + 2)
+	if got := conn.send(t, "*1024\r\n$4\r\nMGET\r\n"+strings.Repeat("$4\r\nnope\r\n", 1023)); !strings.HasPrefix(got, "-ERR unknown app_tag") {
+		t.Errorf("MGET of 1,023 tags = %q, want it served (an unknown tag)", got)
+	}
+	// The HTTP requests created nothing.
+	for _, tag := range in.alloc.Tags() {
+		if tag.AppTag == "evil" {
+			t.Error("a tag was created from an HTTP request's body")
+		}
+	}
+}
+
+// TestConnectionCap: over resp_max_conns a connection is answered Redis's
+// error and closed; once one closes, a new one is served.
+func TestConnectionCap(t *testing.T) {
+	in := start(t, options{noFlake: true, cfg: Config{MaxConns: 3}})
+	var conns []*rawConn
+	for range 3 {
+		c := dialRaw(t, in.addr)
+		if got := c.send(t, "PING\r\n"); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+		conns = append(conns, c)
+	}
+	over := dialRaw(t, in.addr)
+	if got := over.line(t); got != "-ERR max number of clients reached" {
+		t.Errorf("4th connection got %q, want the cap's error", got)
+	}
+	if !over.closed(t) {
+		t.Error("4th connection left open")
+	}
+	_ = conns[0].Close()
+	waitFor(t, "a slot to free", func() bool { return in.srv.openConns() < 3 })
+	if got := dialRaw(t, in.addr).send(t, "PING\r\n"); got != "+PONG" {
+		t.Errorf("a connection after one closed: PING = %q", got)
+	}
+	if got := testutilGauge(in.srv.metrics); got != 3 {
+		t.Errorf("idalloc_resp_connections = %v, want 3", got)
+	}
+}
+
+// TestIdleTimeout: a connection that sends nothing for resp_idle_timeout
+// is closed; one that keeps talking is not.
+func TestIdleTimeout(t *testing.T) {
+	in := start(t, options{noFlake: true, cfg: Config{IdleTimeout: 300 * time.Millisecond}})
+	idle := dialRaw(t, in.addr)
+	busy := redis.NewClient(&redis.Options{Addr: in.addr, PoolSize: 1})
+	defer busy.Close()
+	if got := idle.send(t, "PING\r\n"); got != "+PONG" {
+		t.Fatalf("PING = %q", got)
+	}
+	for range 6 {
+		if err := busy.Ping(context.Background()).Err(); err != nil {
+			t.Fatalf("a connection in use was closed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !idle.closed(t) {
+		t.Error("idle connection still open after 600ms with a 300ms idle timeout")
+	}
+}

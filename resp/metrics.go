@@ -1,0 +1,93 @@
+package resp
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// command is a command this front end knows, as a metrics label.
+type command uint8
+
+// The commands, in the order of commandNames.
+const (
+	cmdOther command = iota // anything else, however it is spelled
+	cmdGet
+	cmdIncr
+	cmdIncrBy
+	cmdMget
+	cmdIDs
+	cmdSnowflake
+	cmdHset
+	cmdInfo
+	cmdDel
+	cmdAuth
+	cmdPing
+	cmdEcho
+	cmdHello
+	cmdClient
+	cmdCommand
+	cmdSelect
+	cmdQuit
+	cmdConfig
+	numCommands
+)
+
+// commandNames are the command label's values: a fixed set, so a client
+// cannot mint series by sending made-up names.
+var commandNames = [numCommands]string{
+	"other", "get", "incr", "incrby", "mget", "ids", "snowflake", "hset", "info", "del", "auth",
+	"ping", "echo", "hello", "client", "command", "select", "quit", "config",
+}
+
+// outcome is how a command was answered, as a metrics label.
+type outcome uint8
+
+const (
+	outOK       outcome = iota
+	outErr              // an ERR reply (bad input, unknown tag or command, exists, exhausted)
+	outNoAuth           // NOAUTH, or AUTH refused: admin rights missing
+	outTryAgain         // TRYAGAIN: unavailable, clock backwards, no worker ID
+	outInternal         // an internal error, logged
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "internal"}
+
+// Metrics are the front end's metrics, registered on the registry given to
+// NewMetrics (main's, which /metrics serves):
+//
+//	idalloc_resp_commands_total{command,outcome}  commands answered
+//	idalloc_resp_connections                      connections open
+//
+// Segment IDs issued over RESP are counted with every other in
+// idalloc_ids_issued_total{mode="segment"}, which reads the allocator's own
+// figures. Snowflake IDs are not: that series is package server's count of
+// its own answers.
+type Metrics struct {
+	commands [numCommands][numOutcomes]prometheus.Counter
+	conns    prometheus.Gauge
+}
+
+// NewMetrics makes the metrics and registers them on reg. It fails only when
+// reg already holds metrics of the same names. Every command and outcome
+// series exists from the start, at 0, so rate() sees the first one.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "idalloc", Subsystem: "resp", Name: "commands_total",
+		Help: "Commands answered over the Redis protocol, by command (\"other\" for unknown ones) and outcome: ok, err, noauth, tryagain, internal.",
+	}, []string{"command", "outcome"})
+	m := &Metrics{conns: prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "idalloc", Subsystem: "resp", Name: "connections",
+		Help: "Redis-protocol connections open.",
+	})}
+	for c := range numCommands {
+		for o := range numOutcomes {
+			m.commands[c][o] = vec.WithLabelValues(commandNames[c], outcomeNames[o])
+		}
+	}
+	for _, c := range []prometheus.Collector{vec, m.conns} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) count(c command, o outcome) { m.commands[c][o].Inc() }

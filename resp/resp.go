@@ -1,0 +1,280 @@
+// Package resp is idalloc's Redis-protocol front end (API.md §6): any Redis
+// client (redis-cli, go-redis, redis-py, ioredis, Jedis) takes segment IDs
+// with GET, INCR, MGET and IDS, snowflake IDs with SNOWFLAKE, creates tags
+// with HSET and reads a tag's figures with INFO, on the same allocator,
+// snowflake source, formats, admin rules and guarantees as the HTTP API.
+//
+// Like package server it is an adapter: it parses its wire format, calls
+// the domain packages, which own the rules and the words, and maps their
+// errors by Kind to a RESP error class in one table (errors.go): ERR,
+// NOAUTH or TRYAGAIN, followed by the domain's message as HTTP sends it.
+//
+// The wire is github.com/tidwall/redcon: it reads RESP2 and inline
+// commands, calls the handler once per command, and flushes the answers
+// once per batch of pipelined commands (what one read brought), so a
+// pipeline of 10,000 GETs costs a few dozen writes, not 10,000. What redcon
+// lacks is added in front of its reader (conn.go, frame.go): the limits on
+// argument size, argument count and command size, refusing bytes that are
+// not RESP, a write deadline, the connection cap, and a drain that keeps
+// open connections while the listener is closed.
+//
+// The hot path (GET) claims an ID with one atomic add in the allocator and
+// appends its digits to redcon's output buffer: it allocates nothing of its
+// own; redcon allocates the command's copy and its argument slice.
+package resp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidwall/redcon"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxBatch    = 1000
+	DefaultMaxConns    = 10_000
+	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultStep is the step of a tag created by HSET without one: HTTP's
+	// POST /tags requires it, but number-dispenser's HSET has no such
+	// field. The allocator's adaptive step grows it under load.
+	DefaultStep = 1000
+)
+
+// shutdownTimeout bounds how long Serve waits, once the drain is over, for
+// connections busy with a batch to finish it; then they are cut. It is the
+// HTTP server's too.
+const shutdownTimeout = 10 * time.Second
+
+// Segments is what the front end needs of segment.Allocator. Next, NextN,
+// Buffered and CreateTag refuse an invalid tag (and CreateTag any invalid
+// field) with a *segment.Error, as they answer unknown tags, exhaustion and
+// outages; anything else is answered as an internal error.
+type Segments interface {
+	Next(ctx context.Context, tag string) (int64, error)
+	NextN(ctx context.Context, tag string, dst []int64) error
+	Buffered(tag string) (int64, error)
+	Stats() []segment.TagStats
+	// Tags lists the tags as of the last tag-list reload, sorted by
+	// AppTag; the slice is shared and must not be modified.
+	Tags() []segment.Tag
+	CreateTag(ctx context.Context, t segment.Tag) error
+}
+
+// Snowflakes is what the front end needs of workerlease.Source. Errors:
+// workerlease.ErrNoWorkerID before a lease is held, and the snowflake
+// package's ErrFenced, ErrClockDriftTryLater, ErrClockDriftTooLargeToRecover.
+type Snowflakes interface {
+	Next() (int64, error)
+	NextN(dst []int64) error
+}
+
+// Deps are the front end's collaborators. Segments is required.
+type Deps struct {
+	Segments Segments
+	// Snowflake serves SNOWFLAKE; nil answers it with an error.
+	Snowflake Snowflakes
+}
+
+// Config tunes a Server. Zero values mean the documented defaults.
+type Config struct {
+	// AdminToken guards HSET: a connection gets admin rights by AUTH with
+	// it. Empty means HSET is served to loopback connections only.
+	AdminToken string
+	// MaxBatch is the largest count of IDS and SNOWFLAKE; 0 means 1000.
+	MaxBatch int
+	// MaxConns caps the open connections; 0 means 10,000. Over the cap a
+	// new connection is answered an error and closed.
+	MaxConns int
+	// IdleTimeout closes a connection that sends nothing for so long; 0
+	// means 5 minutes.
+	IdleTimeout time.Duration
+	// Version is what INFO and HELLO say this build is.
+	Version string
+	// Logger receives internal errors and the drain; nil discards.
+	Logger *slog.Logger
+	// Metrics is where the front end counts; nil makes a registry of its
+	// own (for tests). Give each Server its own Metrics.
+	Metrics *Metrics
+}
+
+// Server answers the Redis protocol. It starts goroutines only in Serve
+// (redcon's accept loop and one per connection), and Serve returns once
+// they have all ended.
+type Server struct {
+	seg     Segments
+	flake   Snowflakes
+	metrics *Metrics
+	log     *slog.Logger
+	admin   string
+	// adminBytes is admin, for AUTH's constant-time compare.
+	adminBytes []byte
+	maxBatch   int
+	maxConns   int
+	idle       time.Duration
+	version    string
+	started    time.Time
+
+	errBadCount *replyError
+
+	// ctx is what allocator calls wait under; cut cancels it so that a
+	// command waiting for a segment fetch returns when connections are cut.
+	ctx    context.Context
+	cancel context.CancelFunc
+	cutC   chan struct{}
+	cutMu  sync.Mutex
+	ln     *listener // while serving, for INFO's connected_clients
+	nextID int64     // connection IDs, under cutMu
+}
+
+// New checks cfg and deps. Errors: a nil Segments, a negative MaxBatch,
+// MaxConns or IdleTimeout.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Segments == nil {
+		return nil, errors.New("resp: Deps.Segments is required")
+	}
+	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 {
+		return nil, errors.New("resp: MaxBatch, MaxConns and IdleTimeout must not be negative")
+	}
+	s := &Server{
+		seg: deps.Segments, flake: deps.Snowflake,
+		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
+		maxBatch: orDefault(cfg.MaxBatch, DefaultMaxBatch),
+		maxConns: orDefault(cfg.MaxConns, DefaultMaxConns),
+		idle:     orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		version:  cfg.Version, started: time.Now(),
+		cutC: make(chan struct{}),
+	}
+	if s.version == "" {
+		s.version = "(devel)"
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics == nil {
+		m, err := NewMetrics(prometheus.NewRegistry())
+		if err != nil {
+			return nil, err
+		}
+		s.metrics = m
+	}
+	s.adminBytes = []byte(s.admin)
+	s.errBadCount = badCount(s.maxBatch)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if s.admin == "" {
+		s.log.Warn("no admin_token configured: HSET over RESP is served to loopback connections only")
+	}
+	return s, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Serve answers on ln until ctx is done, then drains: ln is closed at once
+// (new connections are refused), the open connections are served for
+// drain, then each is closed at its next command boundary (at once if it
+// is waiting for a command). Those still busy shutdownTimeout later, or
+// when Cut is called, are cut. Serve returns nil once every connection has
+// ended, or redcon's error if serving fails. It leaves the dependencies
+// open. A Server serves once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	l := newListener(ln, s.maxConns, s.metrics, s.log.Warn)
+	s.cutMu.Lock()
+	s.ln = l
+	s.cutMu.Unlock()
+	rs := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.serveCommand, s.accept, s.closed)
+	rs.SetIdleClose(s.idle)
+	rs.AcceptError = func(err error) { s.log.Warn("resp: accept failed", "err", err) }
+	served := make(chan error, 1)
+	go func() { served <- rs.Serve(l) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	l.stopAccepting()
+	s.log.Info("resp: draining: listener closed, open connections served", "for", drain, "connections", l.open())
+	timer := time.NewTimer(drain)
+	select {
+	case <-timer.C:
+	case <-s.cutC:
+		timer.Stop()
+	}
+	l.each((*gateConn).stop)
+	timer = time.NewTimer(shutdownTimeout)
+	select {
+	case <-l.empty():
+	case <-timer.C:
+		s.log.Warn("resp: connections still busy at the shutdown timeout: closing them", "connections", l.open())
+	case <-s.cutC:
+	}
+	timer.Stop()
+	s.Cut()
+	// Every connection's goroutine is out of its socket calls now, and out
+	// of the allocator within its wait (ctx is cancelled).
+	<-l.empty()
+	l.release()
+	return <-served
+}
+
+// Cut closes every open connection now, and makes allocator calls in
+// progress return. The stop sequence calls it when the connections outlive
+// their share of shutdown_timeout.
+func (s *Server) Cut() {
+	s.cutMu.Lock()
+	defer s.cutMu.Unlock()
+	select {
+	case <-s.cutC:
+		return
+	default:
+	}
+	close(s.cutC)
+	s.cancel()
+	if s.ln != nil {
+		s.ln.each(func(c *gateConn) { _ = c.Conn.Close() })
+	}
+}
+
+// accept gives a new connection its session.
+func (s *Server) accept(c redcon.Conn) bool {
+	s.cutMu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.cutMu.Unlock()
+	c.SetContext(newSession(id, c.RemoteAddr()))
+	return true
+}
+
+// closed is redcon's callback when a connection ends, called under its
+// server-wide lock: it only logs refusals of bad input, at debug level.
+func (s *Server) closed(c redcon.Conn, err error) {
+	if pe, ok := errors.AsType[*protocolError](err); ok {
+		s.log.Debug("resp: connection closed on bad input", "remote", c.RemoteAddr(), "err", pe)
+	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("resp: connection ended", "remote", c.RemoteAddr(), "err", err)
+	}
+}
+
+// openConns is the number of open connections, for INFO.
+func (s *Server) openConns() int {
+	s.cutMu.Lock()
+	l := s.ln
+	s.cutMu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.open()
+}
