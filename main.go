@@ -189,6 +189,7 @@ func run(args []string) error {
 			AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
 			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout,
 			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
+			OnSnowflake: metrics.SnowflakeServed,
 		}, respDeps)
 		if err != nil {
 			return err

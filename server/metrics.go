@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
 )
 
 const namespace = "idalloc"
@@ -155,6 +156,22 @@ func (m *Metrics) Fetched(_ string, took time.Duration, err error) {
 // StoreConflict counts a lost race of op; wire it to the store's
 // ObserveConflicts. op comes from the store, never from a request.
 func (m *Metrics) StoreConflict(op string) { m.conflicts.WithLabelValues(op).Inc() }
+
+// SnowflakeServed counts a snowflake request of any front end: n IDs issued
+// when err is nil, else the clock-drift refusal err stands for (other
+// errors count nothing here). Wire it to resp.Config.OnSnowflake so that
+// idalloc_ids_issued_total{mode="snowflake"} and the drift counters cover
+// every protocol.
+func (m *Metrics) SnowflakeServed(n int, err error) {
+	switch {
+	case err == nil:
+		m.snowflakeIssued.Add(int64(n))
+	case errors.Is(err, snowflake.ErrClockDriftTryLater):
+		m.driftTryLater.Inc()
+	case errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover):
+		m.driftTooLarge.Inc()
+	}
+}
 
 // DriftWaited counts a clock drift the snowflake generator waited out; wire
 // it to snowflake.Settings.OnDriftWait.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -55,19 +54,14 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
 			return s.failSnowflake(w, r, err)
 		}
 	}
-	s.metrics.snowflakeIssued.Add(int64(n))
+	s.metrics.SnowflakeServed(n, nil)
 	*bp = append(b, '}')
 	return sendPooled(w, http.StatusOK, bp)
 }
 
 // failSnowflake counts clock-drift refusals before answering them.
 func (s *Server) failSnowflake(w http.ResponseWriter, r *http.Request, err error) int {
-	switch {
-	case errors.Is(err, snowflake.ErrClockDriftTryLater):
-		s.metrics.driftTryLater.Inc()
-	case errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover):
-		s.metrics.driftTooLarge.Inc()
-	}
+	s.metrics.SnowflakeServed(0, err)
 	return s.fail(w, r, err)
 }
 
