@@ -13,6 +13,8 @@
 //     takes its worker ID over (no duplicate, no ID under a lapsed lease);
 //   - SIGTERM under load (/health draining at once, /alloc served through the
 //     drain, exit status 0);
+//   - a scrambled tag across graceful restarts and a kill -9 (no ID repeats,
+//     every ID of the tag's length);
 //   - a 3-node MariaDB Galera cluster (multi-primary) of its own, on loopback
 //     ports, shared by the Galera tests: concurrent store fetches through
 //     every node never overlap; three instances, one per node, step 10, issue
