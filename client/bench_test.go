@@ -100,24 +100,7 @@ func BenchmarkNext(b *testing.B) {
 	if err := preload(ctx, c, benchTag, b.N); err != nil {
 		b.Fatal(err)
 	}
-	ids := newIDStore(b.N, 1)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		w := ids.writer()
-		for pb.Next() {
-			id, err := c.Next(ctx, benchTag)
-			if err != nil {
-				ids.fail(err)
-				return
-			}
-			w.put(id)
-		}
-	})
-	b.StopTimer()
-	rate := float64(b.N) / b.Elapsed().Seconds()
-	b.ReportMetric(rate, "IDs/s")
-	ids.check(b)
+	rate := benchNext(b, ctx, c)
 	rates.mu.Lock()
 	rates.buffered = rate
 	rates.mu.Unlock()
@@ -139,6 +122,16 @@ func BenchmarkNextSustained(b *testing.B) {
 	if _, err := c.Next(ctx, benchTag); err != nil {
 		b.Fatal(err)
 	}
+	rate := benchNext(b, ctx, c)
+	rates.mu.Lock()
+	rates.sustained = rate
+	rates.mu.Unlock()
+}
+
+// benchNext is the timed part of the Next benchmarks: b.N calls of Next in
+// parallel, every ID kept, checked unique after the clock stops; it reports
+// and returns IDs/s.
+func benchNext(b *testing.B, ctx context.Context, c *Client) float64 {
 	ids := newIDStore(b.N, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -157,9 +150,7 @@ func BenchmarkNextSustained(b *testing.B) {
 	rate := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(rate, "IDs/s")
 	ids.check(b)
-	rates.mu.Lock()
-	rates.sustained = rate
-	rates.mu.Unlock()
+	return rate
 }
 
 // BenchmarkPerRequest is BenchmarkNext with one GET /alloc per ID, through
