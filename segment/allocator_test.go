@@ -224,8 +224,14 @@ func TestAdaptiveStep(t *testing.T) {
 		} else if _, err := a.Next(context.Background(), "t"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { return st.fetches.Load() > before })
-		waitFor(t, func() bool { return stepOf(a, "t") == s.want })
+		// Wait for that fetch to be installed, not only started: a fetch
+		// still in flight at the next round would end after its clock.Add
+		// (so the next step sees a segment that lasted no time), and its
+		// IDs would be missing from the next round's Buffered.
+		waitFor(t, func() bool {
+			n, _ := a.Buffered("t")
+			return st.returned.Load() > before && stepOf(a, "t") == s.want && n >= s.want-1
+		})
 		_ = i
 	}
 }

@@ -19,7 +19,8 @@ type fakeStore struct {
 	failing atomic.Bool // every call fails while set
 	// failAfter, when above 0, makes every fetch after that many fail.
 	failAfter atomic.Int64
-	fetches   atomic.Int64
+	fetches   atomic.Int64 // fetches started
+	returned  atomic.Int64 // fetches that returned
 	lists     atomic.Int64
 	delay     time.Duration // added to each Fetch
 }
@@ -41,6 +42,7 @@ func newFakeStore(tags ...segment.Tag) *fakeStore {
 
 func (f *fakeStore) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
 	n := f.fetches.Add(1)
+	defer f.returned.Add(1)
 	if f.delay > 0 {
 		select {
 		case <-time.After(f.delay):
