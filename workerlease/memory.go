@@ -3,6 +3,7 @@ package workerlease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -16,8 +17,9 @@ var _ Store = (*MemoryStore)(nil)
 type MemoryStore struct {
 	now func() time.Time
 
-	mu   sync.Mutex
-	rows map[memKey]*memRow
+	mu      sync.Mutex
+	rows    map[memKey]*memRow
+	layouts map[string][2]int64 // cluster → epoch ms, worker bits
 }
 
 type memKey struct {
@@ -41,13 +43,22 @@ func NewMemoryStore(now func() time.Time) *MemoryStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryStore{now: now, rows: make(map[memKey]*memRow)}
+	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), layouts: make(map[string][2]int64)}
 }
 
 // Acquire implements Store.
 func (m *MemoryStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
+	}
+	if err := checkArgs(req.Cluster, req.Token, req.TTL); err != nil {
+		return Lease{}, err
+	}
+	if req.MaxWorkerID < 0 {
+		return Lease{}, ErrInvalidWorkerID
+	}
+	if len(req.Holder) > maxHolder {
+		req.Holder = req.Holder[:maxHolder]
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -85,6 +96,9 @@ func (m *MemoryStore) Renew(ctx context.Context, cluster string, workerID int64,
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
+	if err := checkArgs(cluster, token, ttl); err != nil {
+		return Lease{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := memKey{cluster, workerID}
@@ -105,6 +119,9 @@ func (m *MemoryStore) Release(ctx context.Context, cluster string, workerID int6
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := checkArgs(cluster, token, time.Millisecond); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, err := m.held(memKey{cluster, workerID}, token)
@@ -116,6 +133,47 @@ func (m *MemoryStore) Release(ctx context.Context, cluster string, workerID int6
 	}
 	r.released = true
 	r.lastTimestampMS = max(r.lastTimestampMS, lastTimestampMS)
+	return nil
+}
+
+// CheckLayout implements Store.
+func (m *MemoryStore) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	want := [2]int64{epochMS, int64(workerBits)}
+	have, ok := m.layouts[cluster]
+	if !ok {
+		m.layouts[cluster] = want
+		return nil
+	}
+	if have != want {
+		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this holder %d ms and %d: %w",
+			cluster, have[0], have[1], epochMS, workerBits, ErrLayoutMismatch)
+	}
+	return nil
+}
+
+// The widths of the SQL columns, which every store keeps to, so that a
+// lease that works on one store works on all.
+const (
+	maxCluster = 64
+	maxToken   = 32
+	maxHolder  = 255
+)
+
+// checkArgs refuses what no SQL column could hold.
+func checkArgs(cluster, token string, ttl time.Duration) error {
+	switch {
+	case token == "" || len(token) > maxToken:
+		return ErrInvalidToken
+	case cluster == "" || len(cluster) > maxCluster:
+		return ErrInvalidCluster
+	case ttl < time.Millisecond:
+		return fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidConfig, ttl)
+	}
 	return nil
 }
 

@@ -156,7 +156,7 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 func storeErr(err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNoWorkerID), errors.Is(err, ErrNotAssigned),
-		errors.Is(err, ErrTokenMismatch), errors.Is(err, ErrLeaseExpired):
+		errors.Is(err, ErrTokenMismatch), errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLayoutMismatch):
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -186,6 +186,24 @@ func (s *Service) Release(ctx context.Context, cluster string, workerID int64, t
 		return err
 	}
 	return storeErr(s.store.Release(ctx, cluster, workerID, token, lastTimestampMS))
+}
+
+// CheckLayout confirms that cluster ("" means the default) issues IDs with
+// this layout: epochMS, the Unix milliseconds of timestamp 0, and
+// workerBits, which must hold every worker ID the Service grants. The
+// first holder records it; later ones must match. Errors:
+// ErrInvalidCluster; ErrInvalidConfig when workerBits cannot hold
+// MaxWorkerID; ErrLayoutMismatch; or ErrUnavailable wrapping any other store
+// failure, which says nothing about the layout: ask again.
+func (s *Service) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
+	cluster, err := s.resolveCluster(cluster)
+	if err != nil {
+		return err
+	}
+	if workerBits < 0 || workerBits > 62 || int64(1)<<workerBits-1 < s.maxWorkerID {
+		return fmt.Errorf("%w: %d worker bits cannot hold worker ID %d", ErrInvalidConfig, workerBits, s.maxWorkerID)
+	}
+	return storeErr(s.store.CheckLayout(ctx, cluster, epochMS, workerBits))
 }
 
 // maxTimestampAhead bounds a reported last_timestamp_ms, beyond the TTL.

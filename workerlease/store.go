@@ -27,6 +27,13 @@ type Store interface {
 	// it can never free an ID someone else now holds. lastTimestampMS is raised as
 	// in Renew. Errors as Renew.
 	Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
+
+	// CheckLayout records the snowflake layout of cluster (its epoch in Unix
+	// milliseconds and its worker bits) on first use and refuses a different
+	// one afterwards with ErrLayoutMismatch: holders of one cluster with
+	// different layouts could compose the same ID from different parts, and a
+	// later epoch repeats earlier IDs. The record never changes once made.
+	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 }
 
 // AcquireRequest is the input of Store.Acquire.

@@ -1,8 +1,9 @@
 // Package storetest is the conformance suite of package store, and the way
 // any package's tests get a real store for every driver.
 //
-// Run(t, driver) proves the contracts of segment.Store and workerlease.Store
-// against one driver; package store calls it for SQLite and MySQL.
+// Run(t, driver) proves the contract of segment.Store against one driver,
+// and LeaseTarget(driver) runs workerlease's own suite (leasetest) on it;
+// package store calls both for SQLite and MySQL.
 //
 // Other packages' tests get fresh databases from Drivers:
 //
@@ -31,19 +32,18 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
 // Store is what every driver of package store provides.
 type Store interface {
 	segment.Store
 	workerlease.Store
-	// CheckLayout records a cluster's snowflake layout on first use and
-	// refuses another (workerlease.ErrLayoutMismatch).
-	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 	Close() error
 }
 
@@ -144,12 +144,36 @@ func Run(t *testing.T, d Driver) {
 	// One probe database up front skips the whole suite in one line rather
 	// than each case on its own.
 	d.NewDB(t)
-	cases := slices.Concat(segmentCases(), formatCases(), leaseCases(), timeCases())
+	cases := slices.Concat(segmentCases(), formatCases(), timeCases())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.test(t, d.NewDB(t))
 		})
+	}
+}
+
+// LeaseTarget is d as a target of workerlease's conformance suite
+// (leasetest.Run): each namespace a fresh database, each handle its own
+// connection pool. Its unreachable store is a handle already closed, whose
+// calls fail as a dead connection pool's do.
+func LeaseTarget(d Driver) leasetest.Target {
+	return leasetest.Target{
+		Fresh: func(tb testing.TB) func(testing.TB) workerlease.Store {
+			db := d.NewDB(tb)
+			return func(tb testing.TB) workerlease.Store { return db.Open(tb) }
+		},
+		Unreachable: func(tb testing.TB) workerlease.Store {
+			st, err := d.NewDB(tb).open(false)
+			if err != nil {
+				tb.Fatalf("open %s store: %v", d.Name, err)
+			}
+			if err := st.Close(); err != nil {
+				tb.Fatalf("close %s store: %v", d.Name, err)
+			}
+			return st
+		},
+		TTL: 400 * time.Millisecond,
 	}
 }
 

@@ -100,3 +100,31 @@ func (db DB) exec(t *testing.T, stmt string, args ...any) {
 		t.Fatalf("%s: %v", stmt, err)
 	}
 }
+
+// cluster is the lease cluster of the time cases.
+const cluster = "c1"
+
+func acquireRequest(token string, maxWorkerID int64) workerlease.AcquireRequest {
+	return workerlease.AcquireRequest{
+		Cluster: cluster, MaxWorkerID: maxWorkerID, Token: token, Holder: "storetest",
+		TTL: time.Minute, NowMS: time.Now().UnixMilli(),
+	}
+}
+
+func mustAcquire(t *testing.T, st Store, req workerlease.AcquireRequest) workerlease.Lease {
+	t.Helper()
+	l, err := st.Acquire(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Acquire(token %q): %v", req.Token, err)
+	}
+	return l
+}
+
+func mustRenew(t *testing.T, st Store, l workerlease.Lease, lastTimestampMS int64) workerlease.Lease {
+	t.Helper()
+	r, err := st.Renew(t.Context(), l.Cluster, l.WorkerID, l.Token, time.Minute, lastTimestampMS)
+	if err != nil {
+		t.Fatalf("Renew(worker %d, token %q): %v", l.WorkerID, l.Token, err)
+	}
+	return r
+}

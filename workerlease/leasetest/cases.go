@@ -1,4 +1,4 @@
-package storetest
+package leasetest
 
 import (
 	"context"
@@ -12,60 +12,14 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-const cluster = "c1"
-
-func leaseCases() []testCase {
-	return []testCase{
-		{"lease/concurrent acquirers share out every ID once", testConcurrentAcquire},
-		{"lease/new ID starts at zero with expiry by the database clock", testAcquireNew},
-		{"lease/clusters are independent", testClustersIndependent},
-		{"lease/expired lease is taken over and the old token refused", testExpiredTakeover},
-		{"lease/renew raises last_timestamp_ms and never lowers it", testRenewTimestamp},
-		{"lease/release frees the ID for the next holder", testRelease},
-		{"lease/conflicts are classified", testLeaseConflicts},
-		{"lease/acquire prefers IDs at or below the caller's clock", testAcquirePreference},
-		{"lease/invalid input", testLeaseInvalid},
-		{"lease/a cluster keeps the layout it was first used with", testClusterLayout},
-	}
-}
-
-func acquireRequest(token string, maxWorkerID int64) workerlease.AcquireRequest {
-	return workerlease.AcquireRequest{
-		Cluster:     cluster,
-		MaxWorkerID: maxWorkerID,
-		Token:       token,
-		Holder:      "storetest",
-		TTL:         time.Minute,
-		NowMS:       time.Now().UnixMilli(),
-	}
-}
-
-func mustAcquire(t *testing.T, st Store, req workerlease.AcquireRequest) workerlease.Lease {
-	t.Helper()
-	l, err := st.Acquire(t.Context(), req)
-	if err != nil {
-		t.Fatalf("Acquire(token %q): %v", req.Token, err)
-	}
-	return l
-}
-
-func mustRenew(t *testing.T, st Store, l workerlease.Lease, lastTimestampMS int64) workerlease.Lease {
-	t.Helper()
-	r, err := st.Renew(t.Context(), l.Cluster, l.WorkerID, l.Token, time.Minute, lastTimestampMS)
-	if err != nil {
-		t.Fatalf("Renew(worker %d, token %q): %v", l.WorkerID, l.Token, err)
-	}
-	return r
-}
-
 // testConcurrentAcquire races 200 acquirers for 64 IDs, first while every
 // ID is new (grants insert rows), then once all are released (grants take
 // rows over).
-func testConcurrentAcquire(t *testing.T, db DB) {
+func testConcurrentAcquire(t *testing.T, e env) {
 	const callers, maxWorkerID = 200, 63
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	st := db.Open(t)
+	st := e.open(t)
 	for _, round := range []string{"new", "released"} {
 		holders := raceAcquire(ctx, t, st, round, callers, maxWorkerID)
 		if got, want := len(holders), maxWorkerID+1; got != want {
@@ -82,7 +36,7 @@ func testConcurrentAcquire(t *testing.T, db DB) {
 
 // raceAcquire runs callers concurrent Acquires and returns the granted
 // worker IDs with their tokens, failing t on any ID granted twice.
-func raceAcquire(ctx context.Context, t *testing.T, st Store, round string, callers int, maxWorkerID int64) map[int64]string {
+func raceAcquire(ctx context.Context, t *testing.T, st workerlease.Store, round string, callers int, maxWorkerID int64) map[int64]string {
 	t.Helper()
 	type result struct {
 		lease workerlease.Lease
@@ -116,8 +70,8 @@ func raceAcquire(ctx context.Context, t *testing.T, st Store, round string, call
 	return holders
 }
 
-func testAcquireNew(t *testing.T, db DB) {
-	st := db.Open(t)
+func testAcquireNew(t *testing.T, e env) {
+	st := e.open(t)
 	const ttl = 10 * time.Minute
 	req := acquireRequest("token-a", 1023)
 	req.TTL = ttl
@@ -125,7 +79,7 @@ func testAcquireNew(t *testing.T, db DB) {
 	got := mustAcquire(t, st, req)
 	after := time.Now()
 
-	want := workerlease.Lease{Cluster: cluster, WorkerID: 0, Token: "token-a", Holder: "storetest", LastTimestampMS: 0}
+	want := workerlease.Lease{Cluster: cluster, WorkerID: 0, Token: "token-a", Holder: "leasetest", LastTimestampMS: 0}
 	exp := got.ExpiresAt
 	got.ExpiresAt = time.Time{}
 	if got != want {
@@ -142,8 +96,8 @@ func testAcquireNew(t *testing.T, db DB) {
 	}
 }
 
-func testClustersIndependent(t *testing.T, db DB) {
-	st := db.Open(t)
+func testClustersIndependent(t *testing.T, e env) {
+	st := e.open(t)
 	for _, c := range []string{"east", "west"} {
 		req := acquireRequest("token-"+c, 0)
 		req.Cluster = c
@@ -153,9 +107,9 @@ func testClustersIndependent(t *testing.T, db DB) {
 	}
 }
 
-func testExpiredTakeover(t *testing.T, db DB) {
-	const ttl = 400 * time.Millisecond
-	st := db.Open(t)
+func testExpiredTakeover(t *testing.T, e env) {
+	ttl := e.ttl
+	st := e.open(t)
 	req := acquireRequest("token-old", 0)
 	req.TTL = ttl
 	old := mustAcquire(t, st, req)
@@ -165,8 +119,9 @@ func testExpiredTakeover(t *testing.T, db DB) {
 	if _, err := st.Acquire(t.Context(), acquireRequest("token-new", 0)); !errors.Is(err, workerlease.ErrNoWorkerID) {
 		t.Fatalf("Acquire while held: error = %v, want %v", err, workerlease.ErrNoWorkerID)
 	}
-	// Both clocks measure the same elapsed time; the margin covers rounding.
-	time.Sleep(ttl + 200*time.Millisecond)
+	// Both clocks measure the same elapsed time; the margin covers rounding
+	// (etcd's leases count whole seconds).
+	time.Sleep(ttl + ttl/2)
 
 	_, err := st.Renew(t.Context(), cluster, old.WorkerID, old.Token, ttl, 6000)
 	if !errors.Is(err, workerlease.ErrLeaseExpired) {
@@ -195,8 +150,8 @@ func testExpiredTakeover(t *testing.T, db DB) {
 	mustRenew(t, st, taken, 0) // the old token's attempts left the new lease alone
 }
 
-func testRenewTimestamp(t *testing.T, db DB) {
-	st := db.Open(t)
+func testRenewTimestamp(t *testing.T, e env) {
+	st := e.open(t)
 	l := mustAcquire(t, st, acquireRequest("token-a", 0))
 	prevExpiry := l.ExpiresAt
 	for _, tc := range []struct{ renew, want int64 }{
@@ -217,8 +172,8 @@ func testRenewTimestamp(t *testing.T, db DB) {
 	}
 }
 
-func testRelease(t *testing.T, db DB) {
-	st := db.Open(t)
+func testRelease(t *testing.T, e env) {
+	st := e.open(t)
 	l := mustAcquire(t, st, acquireRequest("token-a", 0))
 	mustRenew(t, st, l, 300)
 	if err := st.Release(t.Context(), cluster, l.WorkerID, l.Token, 250); err != nil {
@@ -243,8 +198,8 @@ func testRelease(t *testing.T, db DB) {
 	}
 }
 
-func testLeaseConflicts(t *testing.T, db DB) {
-	st := db.Open(t)
+func testLeaseConflicts(t *testing.T, e env) {
+	st := e.open(t)
 	l := mustAcquire(t, st, acquireRequest("token-a", 0))
 	for _, tc := range []struct {
 		name     string
@@ -271,9 +226,9 @@ func testLeaseConflicts(t *testing.T, db DB) {
 
 // testAcquirePreference: IDs 0 and 1 are released with last_timestamp_ms
 // ahead of and behind the caller's clock; ID 2 was never leased.
-func testAcquirePreference(t *testing.T, db DB) {
+func testAcquirePreference(t *testing.T, e env) {
 	const nowMS = 1_000_000
-	st := db.Open(t)
+	st := e.open(t)
 	var held []workerlease.Lease
 	for i := range 2 {
 		held = append(held, mustAcquire(t, st, acquireRequest(fmt.Sprintf("setup-%d", i), 1)))
@@ -298,8 +253,8 @@ func testAcquirePreference(t *testing.T, db DB) {
 	}
 }
 
-func testLeaseInvalid(t *testing.T, db DB) {
-	st := db.Open(t)
+func testLeaseInvalid(t *testing.T, e env) {
+	st := e.open(t)
 	for _, tc := range []struct {
 		name string
 		edit func(*workerlease.AcquireRequest)
@@ -332,8 +287,8 @@ func testLeaseInvalid(t *testing.T, db DB) {
 	}
 }
 
-func testClusterLayout(t *testing.T, db DB) {
-	st := db.Open(t)
+func testClusterLayout(t *testing.T, e env) {
+	st := e.open(t)
 	const epoch = int64(1_767_225_600_000) // 2026-01-01
 	for _, c := range []struct {
 		cluster string
@@ -353,7 +308,7 @@ func testClusterLayout(t *testing.T, db DB) {
 		}
 	}
 	// Another handle, as another instance, sees the same record.
-	if err := db.Open(t).CheckLayout(t.Context(), "layout-a", epoch, 12); !errors.Is(err, workerlease.ErrLayoutMismatch) {
+	if err := e.open(t).CheckLayout(t.Context(), "layout-a", epoch, 12); !errors.Is(err, workerlease.ErrLayoutMismatch) {
 		t.Errorf("CheckLayout from a second handle = %v, want %v", err, workerlease.ErrLayoutMismatch)
 	}
 }

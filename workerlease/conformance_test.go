@@ -1,0 +1,22 @@
+package workerlease_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/workerlease/leasetest"
+)
+
+// TestMemoryStoreConformance runs the suite every lease store passes. Each
+// namespace is one MemoryStore, shared by its handles as one process's
+// goroutines share it; it has no server to lose, so no outage case.
+func TestMemoryStoreConformance(t *testing.T) {
+	leasetest.Run(t, leasetest.Target{
+		Fresh: func(testing.TB) func(testing.TB) workerlease.Store {
+			m := workerlease.NewMemoryStore(nil)
+			return func(testing.TB) workerlease.Store { return m }
+		},
+		TTL: 400 * time.Millisecond,
+	})
+}

@@ -1,0 +1,129 @@
+// Package leasetest is the conformance suite of workerlease.Store: one set of
+// cases that every lease store passes, whatever it keeps its leases in
+// (memory, SQL, Redis, etcd), in the mould of dex's storage conformance.
+//
+// A store's tests describe how to get fresh namespaces and call Run:
+//
+//	leasetest.Run(t, leasetest.Target{
+//		Fresh:       func(tb testing.TB) func(testing.TB) workerlease.Store { … },
+//		Unreachable: func(tb testing.TB) workerlease.Store { … },
+//		TTL:         400 * time.Millisecond,
+//	})
+//
+// The cases prove what the snowflake guarantees rest on: a worker ID is
+// granted to one holder at a time, also to racing holders with clients of
+// their own; renew and release are compare-and-sets on the token; expiry is
+// judged by the store's clock, never the caller's; last_timestamp_ms passes
+// to the next holder and never decreases; a cluster keeps its first layout;
+// an unreachable store is an outage (ErrUnavailable), never a refusal.
+package leasetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// Target is one lease store under test.
+type Target struct {
+	// Fresh returns an opener of handles on one fresh, empty namespace (a
+	// database, a key prefix), removed at tb's cleanup. Each call of the
+	// opener returns a new handle with its own client, as another process
+	// would have, closed at the cleanup of the tb passed to it. Fresh skips
+	// tb when the store cannot run here.
+	Fresh func(tb testing.TB) func(tb testing.TB) workerlease.Store
+	// Unreachable returns a handle on a store that does not answer (a
+	// closed port). nil skips the outage case.
+	Unreachable func(tb testing.TB) workerlease.Store
+	// TTL is the shortest lease TTL the store honours precisely enough for
+	// the expiry cases: 400ms for SQL, Redis and memory; etcd's leases count
+	// whole seconds, with a floor of about 2s.
+	TTL time.Duration
+}
+
+// env is what a case gets: an opener on its own fresh namespace.
+type env struct {
+	open        func(tb testing.TB) workerlease.Store
+	unreachable func(tb testing.TB) workerlease.Store
+	ttl         time.Duration
+}
+
+// testCase is one behaviour the suite proves on a fresh namespace.
+type testCase struct {
+	name string
+	test func(t *testing.T, e env)
+}
+
+// Run runs every case in parallel, each on a fresh namespace of tg. It skips
+// t when the store cannot run here.
+func Run(t *testing.T, tg Target) {
+	if tg.TTL <= 0 {
+		t.Fatalf("leasetest.Target.TTL = %v, want a positive TTL", tg.TTL)
+	}
+	// One probe namespace up front skips the whole suite in one line rather
+	// than each case on its own.
+	tg.Fresh(t)
+	cases := slices.Concat(grantCases(), raceCases())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(t, env{open: tg.Fresh(t), unreachable: tg.Unreachable, ttl: tg.TTL})
+		})
+	}
+}
+
+func grantCases() []testCase {
+	return []testCase{
+		{"new ID starts at zero with expiry by the store's clock", testAcquireNew},
+		{"clusters are independent", testClustersIndependent},
+		{"expired lease is taken over and the old token refused", testExpiredTakeover},
+		{"renew raises last_timestamp_ms and never lowers it", testRenewTimestamp},
+		{"release frees the ID for the next holder", testRelease},
+		{"conflicts are classified", testLeaseConflicts},
+		{"acquire prefers IDs at or below the caller's clock", testAcquirePreference},
+		{"invalid input", testLeaseInvalid},
+		{"a cluster keeps the layout it was first used with", testClusterLayout},
+		{"the caller's clock does not decide expiry", testCallerClockSkew},
+		{"an unreachable store is an outage", testUnreachable},
+	}
+}
+
+func raceCases() []testCase {
+	return []testCase{
+		{"concurrent acquirers share out every ID once", testConcurrentAcquire},
+		{"16 holders with clients of their own race for 8 IDs", testSeparateClientsRace},
+	}
+}
+
+const cluster = "c1"
+
+func acquireRequest(token string, maxWorkerID int64) workerlease.AcquireRequest {
+	return workerlease.AcquireRequest{
+		Cluster:     cluster,
+		MaxWorkerID: maxWorkerID,
+		Token:       token,
+		Holder:      "leasetest",
+		TTL:         time.Minute,
+		NowMS:       time.Now().UnixMilli(),
+	}
+}
+
+func mustAcquire(t *testing.T, st workerlease.Store, req workerlease.AcquireRequest) workerlease.Lease {
+	t.Helper()
+	l, err := st.Acquire(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Acquire(token %q): %v", req.Token, err)
+	}
+	return l
+}
+
+func mustRenew(t *testing.T, st workerlease.Store, l workerlease.Lease, lastTimestampMS int64) workerlease.Lease {
+	t.Helper()
+	r, err := st.Renew(t.Context(), l.Cluster, l.WorkerID, l.Token, time.Minute, lastTimestampMS)
+	if err != nil {
+		t.Fatalf("Renew(worker %d, token %q): %v", l.WorkerID, l.Token, err)
+	}
+	return r
+}
