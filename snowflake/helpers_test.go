@@ -96,3 +96,12 @@ func withTimeout(t *testing.T, d time.Duration, f func()) {
 		t.Fatalf("timed out after %v; goroutines:\n%s", d, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// mustLayout is NewLayout for inputs a test knows to be valid.
+func mustLayout(epoch time.Time, workerBits int) Layout {
+	l, err := NewLayout(epoch, workerBits)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}

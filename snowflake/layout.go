@@ -99,6 +99,29 @@ func (l Layout) MaxWorkerID() int64 { return 1<<l.WorkerBits - 1 }
 // issues at most MaxSequence+1 IDs per millisecond.
 func (l Layout) MaxSequence() int64 { return 1<<l.SequenceBits - 1 }
 
+// CheckLifetime is the rule for starting a deployment on l: its epoch is
+// not after now (ErrInvalidLayout), and its time bits last at least 10
+// more years (ErrLayoutTooShort), uid-generator's 28 bits of seconds having
+// run out eight years after their epoch.
+func (l Layout) CheckLifetime(now time.Time) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	if l.Epoch.After(now) {
+		return epochAfter(l, now)
+	}
+	if end := l.End(); end.Before(now.AddDate(minLifetime, 0, 0)) {
+		return fmt.Errorf("time bits run out at %s, less than %d years from now: %w",
+			end.Format(time.RFC3339), minLifetime, ErrLayoutTooShort)
+	}
+	return nil
+}
+
+func epochAfter(l Layout, now time.Time) error {
+	return fmt.Errorf("epoch %s is after now (%s): %w",
+		l.Epoch.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), ErrInvalidLayout)
+}
+
 // End returns the first instant the time bits cannot carry.
 func (l Layout) End() time.Time {
 	return time.UnixMilli(l.Epoch.UnixMilli() + maxElapsedMS + 1).UTC()

@@ -13,7 +13,7 @@ const (
 	// DefaultMaxDriftError is how far behind the clock may be before the
 	// generator stops for good.
 	DefaultMaxDriftError = time.Second
-	// minLifetime is how long a layout must last from now: uid-generator's
+	// minLifetime is how long a new layout must last from now: uid-generator's
 	// default layout ran out in 2024, eight years after its epoch.
 	minLifetime = 10 // years
 	// randomStartLimit bounds the random first sequence of each millisecond:
@@ -25,16 +25,19 @@ const (
 // Settings configures a Generator. The zero value of every field is a usable
 // default; New validates the rest.
 type Settings struct {
+	// Layout, when set, is the layout as its owner validated it once, at
+	// the start of a deployment (NewLayout, then CheckLifetime): a
+	// generator built on it serves until its time bits run out, then
+	// returns ErrTimeExhausted, so one rebuilt for a new worker lease years
+	// later is not refused by the 10-year rule. Set it or Epoch and
+	// WorkerBits, not both (ErrInvalidSettings). A Layout NewLayout did not
+	// make, or whose epoch is after now: ErrInvalidLayout.
+	Layout Layout
 	// Epoch is the instant timestamps count from. Zero means
 	// 2026-01-01T00:00:00Z. Outside the years 1..9999 or after now:
 	// ErrInvalidLayout. So early that the 41 time bits run out within 10
-	// years: ErrLayoutTooShort, unless SkipLifetimeCheck.
+	// years: ErrLayoutTooShort.
 	Epoch time.Time
-	// SkipLifetimeCheck drops the 10-year rule, which is for starting a
-	// deployment: a generator rebuilt while one runs (for a new worker
-	// lease) serves until the time bits run out, then returns
-	// ErrTimeExhausted.
-	SkipLifetimeCheck bool
 	// WorkerBits is the worker-ID width; the sequence gets 22-WorkerBits.
 	// 0 means DefaultWorkerBits (10). Outside 1..21: ErrInvalidLayout.
 	WorkerBits int
@@ -107,6 +110,13 @@ type config struct {
 	rand       func() uint64
 }
 
+// Check reports whether New would accept s, as New's errors, without
+// building a generator.
+func (s Settings) Check() error {
+	_, err := s.resolve()
+	return err
+}
+
 func (s Settings) resolve() (config, error) {
 	c := config{
 		workerID: s.WorkerID,
@@ -125,18 +135,26 @@ func (s Settings) resolve() (config, error) {
 	if c.rand == nil {
 		c.rand = rand.Uint64
 	}
-	var err error
-	if c.layout, err = NewLayout(s.Epoch, s.WorkerBits); err != nil {
-		return config{}, err
-	}
 	now := c.now()
-	if c.layout.Epoch.After(now) {
-		return config{}, fmt.Errorf("epoch %s is after now (%s): %w",
-			c.layout.Epoch.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), ErrInvalidLayout)
-	}
-	if end := c.layout.End(); !s.SkipLifetimeCheck && end.Before(now.AddDate(minLifetime, 0, 0)) {
-		return config{}, fmt.Errorf("time bits run out at %s, less than %d years from now: %w",
-			end.Format(time.RFC3339), minLifetime, ErrLayoutTooShort)
+	switch {
+	case s.Layout != Layout{} && (!s.Epoch.IsZero() || s.WorkerBits != 0):
+		return config{}, fmt.Errorf("both a Layout and an Epoch or WorkerBits: %w", ErrInvalidSettings)
+	case s.Layout != Layout{}:
+		if err := s.Layout.check(); err != nil {
+			return config{}, err
+		}
+		c.layout = s.Layout
+		if c.layout.Epoch.After(now) {
+			return config{}, epochAfter(c.layout, now)
+		}
+	default:
+		var err error
+		if c.layout, err = NewLayout(s.Epoch, s.WorkerBits); err != nil {
+			return config{}, err
+		}
+		if err := c.layout.CheckLifetime(now); err != nil {
+			return config{}, err
+		}
 	}
 	if c.workerID < 0 || c.workerID > c.layout.MaxWorkerID() {
 		return config{}, fmt.Errorf("worker ID %d outside 0..%d: %w", c.workerID, c.layout.MaxWorkerID(), ErrInvalidWorkerID)
