@@ -1,15 +1,20 @@
 // Package workerlease provides worker-ID leases for snowflake generators: a
-// lease is granted with a random token and a TTL judged by the database's
-// clock, renewed and released by compare-and-set on the token, and kept alive
-// by a Keeper that fences its holder: once the holder can no longer prove it
-// still holds the lease, it must stop issuing IDs.
+// lease is granted with a random token and a TTL judged by the store's
+// clock, renewed and released by compare-and-set on the token, and fenced:
+// once its holder can no longer prove it still holds the lease, it must stop
+// issuing IDs. It imports nothing of this module, so a library user takes
+// leases from a store of their own (MemoryStore here; SQL, Redis and etcd
+// stores in packages of their own) without the server.
 //
-// Service validates and serves the lease calls of the HTTP API; Keeper keeps
-// this process's own lease; Source issues snowflake IDs under it. The
-// guarantee they build together: no ID is issued while the lease may have
-// lapsed, and a later holder of the same worker ID issues only IDs above its
-// predecessor's, even when its clock is behind. MemoryStore is a Store for
-// tests and single-process use.
+// Service validates and serves the lease calls of the HTTP API. Session is
+// one lease kept alive, shaped like etcd's concurrency.Session: Done closes
+// once when the lease can no longer be proven held, Fence is the check
+// before each ID, Close releases it with the last timestamp used. Keeper is
+// a small supervisor that starts the next Session after a loss. The
+// guarantee they build: no ID is issued while the lease may have lapsed,
+// and a later holder of the same worker ID issues only IDs above its
+// predecessor's, even when its clock is behind. Package leasetest is the
+// conformance suite every Store passes.
 //
 // Errors carry their meaning: every refusal is an *Error with a Kind
 // (invalid, no_worker_id, conflict, unavailable) and the message a user

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
 // TestHandOverOnRealStores runs the lease protocol against every store
-// driver: a Keeper's Source issues IDs, Close hands the worker ID back, and
-// the next holder gets a floor above every ID issued.
+// driver: a Source on a Keeper's sessions issues IDs, Close hands the
+// worker ID back, and the next holder gets a floor above every ID issued.
 func TestHandOverOnRealStores(t *testing.T) {
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
@@ -29,9 +30,13 @@ func TestHandOverOnRealStores(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewKeeper: %v", err)
 			}
-			src, err := workerlease.NewSource(k, snowflake.Settings{WorkerBits: 2})
+			layout, err := snowflake.NewLayout(time.Time{}, 2)
 			if err != nil {
-				t.Fatalf("NewSource: %v", err)
+				t.Fatalf("NewLayout: %v", err)
+			}
+			src, err := leased.New(k, layout, snowflake.Settings{})
+			if err != nil {
+				t.Fatalf("leased.New: %v", err)
 			}
 			k.Start(ctx)
 			for {
@@ -99,7 +104,7 @@ func TestHandOverOnRealStores(t *testing.T) {
 			// floor, and then only IDs above every ID the first holder issued.
 			clock := time.Now().Add(-10 * time.Minute)
 			gen, err := snowflake.New(snowflake.Settings{
-				WorkerBits: 2, WorkerID: next.WorkerID, StartAfterMS: next.LastTimestampMS,
+				Layout: layout, WorkerID: next.WorkerID, StartAfterMS: next.LastTimestampMS,
 				Now: func() time.Time { return clock }, Sleep: func(d time.Duration) { clock = clock.Add(d) },
 			})
 			if err != nil {

@@ -4,197 +4,50 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-func TestKeeperRenewsEveryThirdOfTTL(t *testing.T) {
+// TestSessionRenewsEveryThirdOfTTL: renewals go every TTL/3 from the first,
+// which NewSession sends at once, and each stores a reservation a TTL past
+// its sending.
+func TestSessionRenewsEveryThirdOfTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		mem := NewMemoryStore(nil)
-		var mu sync.Mutex
-		var at []time.Duration
-		var reserves []int64
+		renewals := newCalls()
 		fs := &faultStore{Store: mem}
 		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
-			mu.Lock()
-			at = append(at, time.Since(start))
-			reserves = append(reserves, last)
-			mu.Unlock()
+			renewals.add(last)
 			return mem.Renew(ctx, c, id, tok, ttl, last)
 		}
-		r := newKeeperRig(t, fs, Config{TTL: testTTL}, KeeperConfig{})
-		r.k.Start(t.Context())
+		s := mustSession(t, fs, Config{TTL: testTTL}, SessionConfig{})
 		time.Sleep(65 * time.Second)
-		synctest.Wait()
-		closeKeeper(t, r.k, 0)
+		closeSession(t, s, 0)
 
-		mu.Lock()
-		defer mu.Unlock()
 		var wantAt []time.Duration
 		var wantReserves []int64
 		for d := time.Duration(0); d <= 60*time.Second; d += 10 * time.Second {
 			wantAt = append(wantAt, d)
 			wantReserves = append(wantReserves, start.Add(d+testTTL).UnixMilli())
 		}
-		if !slices.Equal(at, wantAt) {
-			t.Errorf("renewals at %v, want %v", at, wantAt)
+		if got := renewals.times(); !slices.Equal(got, wantAt) {
+			t.Errorf("renewals at %v, want %v", got, wantAt)
 		}
-		if !slices.Equal(reserves, wantReserves) {
-			t.Errorf("reservations %v, want %v", reserves, wantReserves)
+		if got := renewals.lasts(); !slices.Equal(got, wantReserves) {
+			t.Errorf("reservations %v, want %v", got, wantReserves)
 		}
-		if got := len(r.announced()); got != 1 {
-			t.Errorf("OnLease called %d times, want 1", got)
+		// The last renewal's reservation is in the store, for the next holder.
+		if got, want := mustLease(t, mem, 0).lastTimestampMS, wantReserves[len(wantReserves)-1]; got != want {
+			t.Errorf("stored last_timestamp_ms = %d, want %d", got, want)
 		}
 	})
 }
 
-func TestKeeperLossAndReacquire(t *testing.T) {
-	tests := []struct {
-		name     string
-		err      error
-		wantLoss time.Duration
-	}{
-		{"store unreachable until the local deadline", errors.New("connection refused"), 27 * time.Second},
-		{"token mismatch", ErrTokenMismatch, 10 * time.Second},
-		{"lease expired", ErrLeaseExpired, 10 * time.Second},
-		{"not assigned", ErrNotAssigned, 10 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				start := time.Now()
-				mem := NewMemoryStore(nil)
-				var first atomic.Pointer[string]
-				fs := &faultStore{Store: mem}
-				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
-					first.CompareAndSwap(nil, &tok)
-					if tok == *first.Load() && time.Since(start) > 0 {
-						return Lease{}, tt.err
-					}
-					return mem.Renew(ctx, c, id, tok, ttl, last)
-				}
-				r := newKeeperRig(t, fs, Config{TTL: testTTL, MaxWorkerID: 1}, KeeperConfig{})
-				lost := r.k.Lost()
-				r.k.Start(t.Context())
-				synctest.Wait()
-				if isClosed(lost) {
-					t.Fatalf("Lost() closed before any loss")
-				}
-
-				time.Sleep(tt.wantLoss - time.Nanosecond)
-				synctest.Wait()
-				if isClosed(lost) {
-					t.Errorf("Lost() closed before %v", tt.wantLoss)
-				}
-				time.Sleep(time.Nanosecond)
-				synctest.Wait()
-				if !isClosed(lost) {
-					t.Errorf("Lost() not closed at %v", tt.wantLoss)
-				}
-				// Worker ID 0 is live in the store until 30s: the new lease
-				// takes 1, and the fence is open again under it.
-				got := r.announced()
-				if len(got) != 2 || got[0].WorkerID != 0 || got[1].WorkerID != 1 {
-					t.Fatalf("OnLease got %+v, want worker IDs 0 then 1", got)
-				}
-				if l, ok := r.k.Lease(); !ok || l.Token != got[1].Token {
-					t.Errorf("Lease() = %+v, %v, want the second lease", l, ok)
-				}
-				now := time.Now()
-				if !r.k.Allow(now, now.UnixMilli()) {
-					t.Errorf("Allow() under the new lease = false, want true")
-				}
-				if r.k.Fence(got[0])(now, now.UnixMilli()) {
-					t.Errorf("Fence(lost lease)() = true, want false")
-				}
-				if isClosed(r.k.Lost()) {
-					t.Errorf("Lost() after re-acquiring is closed, want a fresh channel")
-				}
-				closeKeeper(t, r.k, 0)
-			})
-		})
-	}
-}
-
-// secs returns the durations v seconds.
-func secs(v ...float64) []time.Duration {
-	out := make([]time.Duration, len(v))
-	for i, x := range v {
-		out[i] = time.Duration(x * float64(time.Second))
-	}
-	return out
-}
-
-// Retry waits are jittered: half the wait fixed, half drawn by randN. The
-// draws are fixed here at either end, so the tests depend on neither chance
-// nor timing (virtual time).
-var jitterDraws = []struct {
-	name  string
-	randN func(n time.Duration) time.Duration
-}{
-	{"lowest draw", func(time.Duration) time.Duration { return 0 }},
-	{"highest draw", func(n time.Duration) time.Duration { return n - 1 }},
-}
-
-func TestKeeperAcquireBackoff(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-	}{
-		{"no worker ID", ErrNoWorkerID},
-		{"store unreachable", errors.New("connection refused")},
-	}
-	// 1s doubling, capped at the TTL; each wait from half to all of it.
-	want := map[string][]time.Duration{
-		"lowest draw":  secs(0, 0.5, 1.5, 3.5, 7.5, 15.5, 30.5, 45.5),
-		"highest draw": secs(0, 1, 3, 7, 15, 31, 61, 91),
-	}
-	for _, tt := range tests {
-		for _, draw := range jitterDraws {
-			t.Run(tt.name+", "+draw.name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) {
-					start := time.Now()
-					mem := NewMemoryStore(nil)
-					var mu sync.Mutex
-					var at []time.Duration
-					fs := &faultStore{Store: mem}
-					fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
-						mu.Lock()
-						defer mu.Unlock()
-						at = append(at, time.Since(start))
-						if len(at) < 8 {
-							return Lease{}, tt.err
-						}
-						return mem.Acquire(ctx, req)
-					}
-					r := newKeeperRig(t, fs, Config{TTL: testTTL}, KeeperConfig{})
-					r.k.randN = draw.randN
-					r.k.Start(t.Context())
-					time.Sleep(100 * time.Second)
-					synctest.Wait()
-					closeKeeper(t, r.k, 0)
-
-					mu.Lock()
-					defer mu.Unlock()
-					if !slices.Equal(at, want[draw.name]) {
-						t.Errorf("acquisitions at %v, want %v", at, want[draw.name])
-					}
-					if got := len(r.announced()); got != 1 {
-						t.Errorf("OnLease called %d times, want 1", got)
-					}
-				})
-			})
-		}
-	}
-}
-
-// TestKeeperRenewRetriesAreJittered: a failed renewal is retried after half
+// TestSessionRenewRetriesAreJittered: a failed renewal is retried after half
 // to all of RetryInterval (1s), not after exactly 1s on every instance.
-func TestKeeperRenewRetriesAreJittered(t *testing.T) {
+func TestSessionRenewRetriesAreJittered(t *testing.T) {
 	want := map[string][]time.Duration{
 		"lowest draw":  secs(0, 10, 10.5, 11, 11.5),
 		"highest draw": secs(0, 10, 11, 12, 13),
@@ -202,29 +55,21 @@ func TestKeeperRenewRetriesAreJittered(t *testing.T) {
 	for _, draw := range jitterDraws {
 		t.Run(draw.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				start := time.Now()
 				mem := NewMemoryStore(nil)
-				var mu sync.Mutex
-				var at []time.Duration
+				renewals := newCalls()
 				fs := &faultStore{Store: mem}
 				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					at = append(at, time.Since(start))
-					if len(at) > 1 {
+					if renewals.add(last) > 1 {
 						return Lease{}, errors.New("connection refused")
 					}
 					return mem.Renew(ctx, c, id, tok, ttl, last)
 				}
-				r := newKeeperRig(t, fs, Config{TTL: testTTL}, KeeperConfig{})
-				r.k.randN = draw.randN
-				r.k.Start(t.Context())
+				s := mustSession(t, fs, Config{TTL: testTTL}, SessionConfig{randN: draw.randN})
 				time.Sleep(13500 * time.Millisecond)
 				synctest.Wait()
-				closeKeeper(t, r.k, 0)
+				closeSession(t, s, 0)
 
-				mu.Lock()
-				defer mu.Unlock()
+				at := renewals.times()
 				if got := at[:min(len(at), 5)]; !slices.Equal(got, want[draw.name]) {
 					t.Errorf("renewals at %v, want %v first", at, want[draw.name])
 				}
@@ -233,48 +78,153 @@ func TestKeeperRenewRetriesAreJittered(t *testing.T) {
 	}
 }
 
-func TestKeeperGiveUp(t *testing.T) {
+// TestSessionLoss: a renewal refused ends the session at once; a store that
+// fails or hangs ends it at the local deadline (27s: the last renewal sent
+// at 0s, plus TTL, minus Margin), while the store still holds the lease.
+// Either way Done closes once, Err says ErrLeaseLost, and nothing after the
+// loss (GiveUp, Abandon, Close) changes that or reaches the store.
+func TestSessionLoss(t *testing.T) {
+	tests := []struct {
+		name     string
+		renew    func(ctx context.Context) error // every renewal after the first
+		wantLoss time.Duration
+		wantErr  error
+	}{
+		{"token mismatch", func(context.Context) error { return ErrTokenMismatch }, 10 * time.Second, ErrTokenMismatch},
+		{"lease expired", func(context.Context) error { return ErrLeaseExpired }, 10 * time.Second, ErrLeaseExpired},
+		{"not assigned", func(context.Context) error { return ErrNotAssigned }, 10 * time.Second, ErrNotAssigned},
+		{"store unreachable", func(context.Context) error { return errors.New("connection refused") }, 27 * time.Second, nil},
+		{"store hangs until the context ends", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, 27 * time.Second, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := NewMemoryStore(nil)
+				renewals, releases := newCalls(), newCalls()
+				fs := &faultStore{Store: mem}
+				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+					if renewals.add(last) > 1 {
+						return Lease{}, tt.renew(ctx)
+					}
+					return mem.Renew(ctx, c, id, tok, ttl, last)
+				}
+				countReleases(fs, mem, releases)
+				s := mustSession(t, fs, Config{TTL: testTTL}, SessionConfig{})
+
+				time.Sleep(tt.wantLoss - time.Nanosecond)
+				synctest.Wait()
+				if isClosed(s.Done()) || s.Err() != nil {
+					t.Fatalf("session ended before %v: %v", tt.wantLoss, s.Err())
+				}
+				if !fenceNow(s) {
+					t.Errorf("Fence() just before the loss = false, want true")
+				}
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				if !isClosed(s.Done()) {
+					t.Fatalf("Done() not closed at %v", tt.wantLoss)
+				}
+				err := s.Err()
+				if !errors.Is(err, ErrLeaseLost) {
+					t.Errorf("Err() = %v, want %v", err, ErrLeaseLost)
+				}
+				if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+					t.Errorf("Err() = %v, want it to wrap %v", err, tt.wantErr)
+				}
+				if fenceNow(s) {
+					t.Errorf("Fence() after the loss = true, want false")
+				}
+				if _, ok := s.Renewed(); ok {
+					t.Errorf("Renewed() after the loss: held, want not")
+				}
+				if row := mustLease(t, mem, 0); tt.wantLoss == 27*time.Second && !row.live(mem.now()) {
+					t.Errorf("store expired the lease (at %v) before the holder's fence closed", row.expiresAt)
+				}
+
+				s.GiveUp()
+				s.Abandon()
+				if err := s.Close(context.Background(), time.Now().UnixMilli()); err != nil {
+					t.Errorf("Close() after the loss = %v, want nil", err)
+				}
+				synctest.Wait()
+				if got := s.Err(); got != err {
+					t.Errorf("Err() after GiveUp, Abandon and Close = %v, want the loss %v", got, err)
+				}
+				if n := releases.count(); n != 0 {
+					t.Errorf("releases after the loss = %d, want 0: the lease is not this holder's", n)
+				}
+				n := renewals.count()
+				time.Sleep(testTTL)
+				if got := renewals.count(); got != n {
+					t.Errorf("renewals after the loss: %d more, want none", got-n)
+				}
+			})
+		})
+	}
+}
+
+// TestSessionRenewalAfterDeadline: a store that ignores the renewal's
+// context (a hung connection whose request it processes later) cannot hold
+// the session open: Done closes at the local deadline. When the renewal
+// succeeds after it, the session stays ended (it does not come back) and
+// gives the lease back with the reservation that renewal stored.
+func TestSessionRenewalAfterDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
 		mem := NewMemoryStore(nil)
-		r := newKeeperRig(t, mem, Config{TTL: testTTL, MaxWorkerID: 1}, KeeperConfig{})
-		k := r.k
-		k.Start(t.Context())
-		synctest.Wait()
-		first, ok := k.Lease()
-		if !ok {
-			t.Fatalf("no lease")
+		renewals, releases := newCalls(), newCalls()
+		stall := make(chan struct{})
+		fs := &faultStore{Store: mem}
+		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+			if renewals.add(last) == 2 {
+				<-stall
+				ctx = context.WithoutCancel(ctx)
+			}
+			return mem.Renew(ctx, c, id, tok, ttl, last)
 		}
-		lost := k.Lost()
+		countReleases(fs, mem, releases)
+		s := mustSession(t, fs, Config{TTL: testTTL}, SessionConfig{})
+		l := s.Lease()
 
-		time.Sleep(5 * time.Second)
-		k.GiveUp(Lease{Token: "stale-token-of-earlier"})
-		now := time.Now()
-		if !k.Allow(now, now.UnixMilli()) || isClosed(lost) {
-			t.Errorf("GiveUp(another lease) revoked the held lease")
+		time.Sleep(27*time.Second - time.Nanosecond)
+		if isClosed(s.Done()) || !fenceNow(s) {
+			t.Errorf("session ended before the local deadline")
 		}
-		k.GiveUp(first)
-		// The fence closes in GiveUp itself, not later on the keeper goroutine.
-		if k.Allow(now, now.UnixMilli()) {
-			t.Errorf("Allow() right after GiveUp = true, want false")
-		}
-		if !isClosed(lost) {
-			t.Errorf("Lost() not closed by GiveUp")
-		}
+		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		if row := mustLease(t, mem, first.WorkerID); !row.released {
-			t.Errorf("given-up lease not released")
+		if !isClosed(s.Done()) {
+			t.Errorf("Done() not closed at the local deadline while a renewal hangs")
+		}
+		if err := s.Err(); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("Err() = %v, want %v", err, ErrLeaseLost)
+		}
+		if fenceNow(s) {
+			t.Errorf("Fence() at the local deadline = true, want false")
 		}
 
-		time.Sleep(time.Second) // RetryInterval
+		time.Sleep(time.Second)
+		close(stall) // the renewal sent at 10s lands at 28s
 		synctest.Wait()
-		second, ok := k.Lease()
-		if !ok {
-			t.Fatalf("no lease after GiveUp and RetryInterval")
+		if fenceNow(s) {
+			t.Errorf("Fence() after a renewal succeeded past the deadline = true, want false")
 		}
-		// Worker ID 0 is reserved 30s ahead of this clock now, so 1 is preferred.
-		if got, want := second.WorkerID, int64(1); got != want {
-			t.Errorf("re-acquired worker ID = %d, want %d", got, want)
+		if !errors.Is(s.Err(), ErrLeaseLost) {
+			t.Errorf("Err() = %v, want %v", s.Err(), ErrLeaseLost)
 		}
-		closeKeeper(t, k, 0)
+		reserve := start.Add(10*time.Second + testTTL).UnixMilli()
+		row := mustLease(t, mem, l.WorkerID)
+		if !row.released {
+			t.Errorf("lease renewed past the deadline not released")
+		}
+		if row.lastTimestampMS != reserve {
+			t.Errorf("last_timestamp_ms = %d, want the late renewal's reservation %d", row.lastTimestampMS, reserve)
+		}
+		if got := renewals.count(); got != 2 {
+			t.Errorf("renewals = %d, want 2", got)
+		}
+		closeSession(t, s, 0)
+		if got := releases.count(); got != 1 {
+			t.Errorf("releases = %d, want 1", got)
+		}
 	})
 }

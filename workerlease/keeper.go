@@ -2,154 +2,56 @@ package workerlease
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"math/rand/v2"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// KeeperConfig tunes a Keeper. Zero values mean the documented defaults.
-type KeeperConfig struct {
-	// Service grants and renews the lease; required.
-	Service *Service
-	// Now is the holder's clock. It should carry a monotonic reading (as
-	// time.Now's does) so that the fence is immune to wall-clock steps; the
-	// snowflake generator fenced by this Keeper must use the same clock.
-	// nil means time.Now. Waits use package time's timers, which
-	// testing/synctest fakes, so tests need no clock of their own for them.
-	Now func() time.Time
-	// Margin is subtracted from the TTL to get the local deadline, to absorb
-	// the drift between this clock's rate and the store's. 0 means TTL/10; it
-	// must be below TTL/2 so renewals (every TTL/3) can happen before the
-	// deadline.
-	Margin time.Duration
-	// RetryInterval is the wait between failed renewals and the base of the
-	// exponential backoff (capped at the TTL, the longest an ID stays held by
-	// a dead holder) between failed acquisitions. 0 means 1s.
-	RetryInterval time.Duration
-	// Logger receives lease events. nil means no logging.
-	Logger *slog.Logger
-	// OnLease is called on the keeper goroutine with each newly acquired
-	// lease, after its first renewal has stored a timestamp reservation and
-	// before the fence (Allow, Fence) can pass an ID under it. Its LastTimestampMS is the
-	// previous holders' reservation, which the new generator must start
-	// after. Optional.
-	OnLease func(Lease)
-}
+// KeeperConfig tunes a Keeper: the SessionConfig of each session it starts
+// (Cluster "" means the Service's default). RetryInterval is also the base
+// of the exponential backoff between failed acquisitions, capped at the TTL
+// (the longest a dead holder keeps an ID).
+type KeeperConfig = SessionConfig
 
-// Keeper keeps this process's own worker-ID lease in the Service's default
-// cluster, in the mould of etcd's concurrency.Session: it acquires a lease
-// (retrying with backoff while none is free), renews it every TTL/3, and when
-// the lease is lost acquires another. Fence(l) is the check every snowflake
-// ID of lease l passes (Source uses it; Allow is the same for whichever lease
-// is current): true only while the keeper can prove the lease is held.
+// Keeper is a small supervisor that keeps this process holding one worker
+// ID: it starts a Session, and when that session ends (lost, or given up by
+// its generator) it starts the next one, retrying with backoff while none is
+// free or the store is down. Whoever issues IDs reads Session for the
+// current one and fences each ID with that session alone.
 //
-// The local deadline of a lease is the monotonic time at which its last
-// successful renewal was sent, plus TTL minus Margin. The store measures the
-// TTL from when it received that renewal, by its own clock, so a holder whose
-// renewals stall stops issuing before the store can give its worker ID to
-// another holder. Each renewal also reserves timestamps: it stores
-// R = Unix ms at sending + TTL as the worker ID's last_timestamp_ms, and Allow
-// refuses IDs timestamped after R. The next holder starts after R, so it never
-// issues an ID at or below this holder's, whatever its clock says.
-//
-// Start starts the one keeper goroutine; Close stops it, waits for it and
-// releases the lease.
+// Start starts its one goroutine; Close stops it and closes the current
+// session, releasing its lease.
 type Keeper struct {
-	svc     *Service
-	now     func() time.Time
-	base    time.Time // origin of held.deadline, so Allow compares integers
-	margin  time.Duration
-	retry   time.Duration
-	log     *slog.Logger
-	onLease func(Lease)
-	// randN returns a random duration in [0, n), for the retries' jitter:
-	// rand.N, or a fixed choice in tests (set before Start).
-	randN func(n time.Duration) time.Duration
+	cfg SessionConfig
 
-	// state is the published lease; nil while none may be used. It is
-	// replaced whole, so Allow sees one consistent snapshot in one load.
-	state atomic.Pointer[held]
-	// noFree is set while the last acquire found every worker ID held, so a
-	// Source with no usable lease can say so (resp_code 5) rather than
-	// "not provably held".
-	noFree atomic.Bool
+	cur    atomic.Pointer[Session] // the newest session; nil before the first
+	noFree atomic.Bool             // the last acquisition found every ID held
 
-	// mu serialises every change of state with GiveUp and Close, so that the
-	// keeper goroutine cannot republish a lease they have just revoked.
 	mu      sync.Mutex
-	lost    chan struct{}
 	started bool
 	closed  bool
 	cancel  context.CancelFunc
-	done    chan struct{} // closed when the keeper goroutine has returned
-	// giveUp wakes the keeper goroutine after GiveUp; buffered so GiveUp
-	// never blocks, and only a hint: the goroutine checks state itself.
-	giveUp chan struct{}
-
-	// final is the lease the keeper goroutine still held when it returned;
-	// written before done is closed, read by Close after.
-	final *Lease
+	done    chan struct{} // closed when the goroutine has returned
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// held is one published lease and its fence.
-type held struct {
-	lease    Lease
-	deadline time.Duration // since Keeper.base
-	reserve  int64         // Unix ms the holder's IDs must not pass
-}
-
-func (h *held) allows(sinceBase time.Duration, unixMS int64) bool {
-	return sinceBase < h.deadline && unixMS <= h.reserve
-}
-
-// NewKeeper returns a Keeper that is not started. Errors (ErrInvalidConfig):
-// a nil Service, a Margin negative or not below TTL/2, a negative
-// RetryInterval.
+// NewKeeper returns a Keeper that is not started. Errors (ErrInvalidConfig)
+// as NewSession's.
 func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
-	if cfg.Service == nil {
-		return nil, fmt.Errorf("%w: nil Service", ErrInvalidConfig)
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
 	}
-	ttl := cfg.Service.TTL()
-	switch {
-	case cfg.Margin < 0 || cfg.Margin >= ttl/2:
-		return nil, fmt.Errorf("%w: Margin %v is outside [0, TTL/2 = %v)", ErrInvalidConfig, cfg.Margin, ttl/2)
-	case cfg.Margin == 0:
-		cfg.Margin = ttl / 10
-	}
-	switch {
-	case cfg.RetryInterval < 0:
-		return nil, fmt.Errorf("%w: RetryInterval %v is negative", ErrInvalidConfig, cfg.RetryInterval)
-	case cfg.RetryInterval == 0:
-		cfg.RetryInterval = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Keeper{
-		svc:     cfg.Service,
-		now:     cfg.Now,
-		base:    cfg.Now(),
-		margin:  cfg.Margin,
-		retry:   cfg.RetryInterval,
-		log:     cfg.Logger,
-		onLease: cfg.OnLease,
-		randN:   rand.N[time.Duration],
-		lost:    make(chan struct{}),
-		giveUp:  make(chan struct{}, 1),
-	}, nil
+	return &Keeper{cfg: cfg}, nil
 }
 
 // Start starts the keeper goroutine, which runs until ctx ends or Close is
-// called. Calls after the first, or after Close, do nothing.
+// called. When ctx ends, the current session stops renewing and ends (its
+// fence closes); its lease stays for Close to release, or expires by its
+// TTL. Calls after the first, or after Close, do nothing.
 func (k *Keeper) Start(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -162,85 +64,86 @@ func (k *Keeper) Start(ctx context.Context) {
 	go k.run(ctx)
 }
 
-// Allow is the fence: it reports whether an ID timestamped unixMS may be
-// issued at now (read from the Keeper's clock): a lease is held, now is before
-// its local deadline, and unixMS is within its reservation. It takes no lock
-// and does not allocate.
-func (k *Keeper) Allow(now time.Time, unixMS int64) bool {
-	h := k.state.Load()
-	return h != nil && h.allows(now.Sub(k.base), unixMS)
-}
+// Session returns the newest session, which may have ended (its Fence then
+// refuses everything), or nil before the first one. It does not allocate.
+func (k *Keeper) Session() *Session { return k.cur.Load() }
 
-// Fence returns Allow restricted to lease l: it stays false once l is lost,
-// even after the Keeper holds another lease. A generator built for l's worker
-// ID must use it rather than Allow, since a call that races with the loss of
-// l would otherwise be judged by the next lease, which is for another ID.
-func (k *Keeper) Fence(l Lease) func(now time.Time, unixMS int64) bool {
-	return func(now time.Time, unixMS int64) bool {
-		h := k.state.Load()
-		return h != nil && h.lease.Token == l.Token && h.allows(now.Sub(k.base), unixMS)
-	}
-}
+// NoFreeWorkerID reports whether the last acquisition found every worker ID
+// of the cluster held, so that a generator without a usable lease can say
+// so rather than "not provably held".
+func (k *Keeper) NoFreeWorkerID() bool { return k.noFree.Load() }
 
-// Lease returns the lease held now, as of its last renewal (so its
-// LastTimestampMS is this holder's own reservation), and whether one is held.
+// Lease returns the current session's lease as of its last renewal, and
+// whether one is held.
 func (k *Keeper) Lease() (Lease, bool) {
-	h := k.state.Load()
-	if h == nil || k.now().Sub(k.base) >= h.deadline {
-		return Lease{}, false
+	if s := k.cur.Load(); s != nil {
+		return s.Renewed()
 	}
-	return h.lease, true
+	return Lease{}, false
 }
 
-// SecondsLeft returns how long the held lease may still be used if no renewal
-// succeeds (its local deadline minus now), or 0 when none is held.
+// SecondsLeft returns how long the current lease may still be used if no
+// renewal succeeds, or 0 when none is held.
 func (k *Keeper) SecondsLeft(now time.Time) float64 {
-	h := k.state.Load()
-	if h == nil {
-		return 0
+	if s := k.cur.Load(); s != nil {
+		return s.SecondsLeft(now)
 	}
-	return max(h.deadline-now.Sub(k.base), 0).Seconds()
+	return 0
 }
 
-// Lost returns a channel that is closed the next time a lease that OnLease
-// announced stops being usable: its deadline passed without a renewal, the
-// store refused a renewal, GiveUp, Close, or the end of Start's context. Each
-// loss closes the channel and installs a new one, so a watcher calls Lost
-// again after each receive; losses between its calls are not queued.
-func (k *Keeper) Lost() <-chan struct{} {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.lost
+// run starts sessions, one after another, until ctx ends.
+func (k *Keeper) run(ctx context.Context) {
+	defer close(k.done)
+	ttl := k.cfg.Service.TTL()
+	backoff := k.cfg.RetryInterval
+	for {
+		s, err := NewSession(ctx, k.cfg)
+		k.noFree.Store(errors.Is(err, ErrNoWorkerID))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			wait := backoff/2 + k.cfg.randN(backoff/2+1) // equal jitter, as a session's retries
+			k.cfg.Logger.Warn("acquire worker lease failed; retrying", "err", err, "retry_in", wait)
+			if !sleep(ctx, wait) {
+				return
+			}
+			backoff = min(2*backoff, max(ttl, k.cfg.RetryInterval))
+			continue
+		}
+		backoff = k.cfg.RetryInterval
+		l := s.Lease()
+		k.cfg.Logger.Info("worker lease acquired", "cluster", l.Cluster, "worker_id", l.WorkerID,
+			"last_timestamp_ms", l.LastTimestampMS)
+		k.cur.Store(s)
+		select {
+		case <-ctx.Done():
+			// Nobody keeps the lease once the keeper stops: the session
+			// stops renewing (its fence closes), and Close releases it.
+			s.halt(errors.New("keeper stopped"))
+			return
+		case <-s.Done():
+		}
+		if errors.Is(s.Err(), ErrSessionClosed) {
+			// Given up by its generator, which will likely give up the
+			// next lease too if it comes at once: pacing bounds the load
+			// on the store.
+			if !sleep(ctx, k.cfg.RetryInterval) {
+				return
+			}
+		}
+	}
 }
 
-// GiveUp revokes lease l at once if it is still the held lease, and has the
-// keeper goroutine release it and, after RetryInterval, acquire another. It
-// is for a generator that cannot go on under l (its clock fell too far behind
-// the reservations of l's worker ID); another ID, reserved less far ahead,
-// may serve. It never blocks.
-func (k *Keeper) GiveUp(l Lease) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if h := k.state.Load(); h == nil || h.lease.Token != l.Token {
-		return
-	}
-	k.revokeLocked()
-	select {
-	case k.giveUp <- struct{}{}:
-	default:
-	}
-}
-
-// Close revokes the lease, stops the keeper goroutine and waits for it, then
-// releases the lease, reporting lastTimestampMS (the highest timestamp used)
-// as its last_timestamp_ms. When the store cannot be reached it returns the
-// error and abandons the lease, which then expires by TTL. Later calls wait
-// for the first and return its result.
+// Close stops the keeper goroutine and waits for it, then closes the
+// current session: its lease is released with lastTimestampMS (the highest
+// timestamp used) as its last_timestamp_ms. When the store cannot be reached
+// it returns the error; the lease then expires by its TTL. Later calls
+// return the first call's result.
 func (k *Keeper) Close(ctx context.Context, lastTimestampMS int64) error {
 	k.closeOnce.Do(func() {
 		k.mu.Lock()
 		k.closed = true
-		k.revokeLocked()
 		cancel, done := k.cancel, k.done
 		k.mu.Unlock()
 		if cancel == nil {
@@ -248,39 +151,9 @@ func (k *Keeper) Close(ctx context.Context, lastTimestampMS int64) error {
 		}
 		cancel()
 		<-done
-		if l := k.final; l != nil {
-			k.closeErr = k.svc.Release(ctx, l.Cluster, l.WorkerID, l.Token, lastTimestampMS)
+		if s := k.cur.Load(); s != nil {
+			k.closeErr = s.Close(ctx, lastTimestampMS)
 		}
 	})
 	return k.closeErr
-}
-
-// revokeLocked unpublishes the lease and tells the watchers of Lost.
-func (k *Keeper) revokeLocked() {
-	if k.state.Swap(nil) == nil {
-		return
-	}
-	close(k.lost)
-	k.lost = make(chan struct{})
-}
-
-// publish replaces prev by next unless prev was revoked meanwhile (by GiveUp,
-// Close or a loss), so a revocation always wins over a renewal in flight.
-func (k *Keeper) publish(prev, next *held) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.closed || k.state.Load() != prev {
-		return false
-	}
-	k.state.Store(next)
-	return true
-}
-
-// revoke unpublishes h if it is still published.
-func (k *Keeper) revoke(h *held) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if h != nil && k.state.Load() == h {
-		k.revokeLocked()
-	}
 }

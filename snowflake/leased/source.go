@@ -1,98 +1,113 @@
-package workerlease
+// Package leased issues snowflake IDs under worker-ID leases: it wires the
+// pure generator of package snowflake to the sessions of package
+// workerlease, which know nothing of each other. For each session it builds
+// one generator for that session's worker ID, starting after the previous
+// holders' reservation and fenced by that session alone, so an ID is issued
+// only while its lease is provably held and never at or below an ID an
+// earlier holder of the worker ID may have issued.
+package leased
 
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
-// Source issues snowflake IDs under the Keeper's lease: for each lease the
-// Keeper acquires it builds a generator for that worker ID, starting after the
-// previous holders' reservation and fenced by that lease alone. It starts no
-// goroutines; its generators run on the callers' goroutines and the swap runs
-// on the Keeper's. It is safe for concurrent use.
+// Sessions is what a Source needs of the holder of its leases
+// (workerlease.Keeper): the newest session, and whether the last attempt
+// found no worker ID free.
+type Sessions interface {
+	Session() *workerlease.Session
+	NoFreeWorkerID() bool
+}
+
+// Source issues snowflake IDs under the current session of its Sessions. It
+// starts no goroutines: a session's generator is built by the first call
+// that sees the session, and runs on the callers' goroutines. It is safe for
+// concurrent use.
 type Source struct {
-	k      *Keeper
-	base   snowflake.Settings
-	layout snowflake.Layout
-	cur    atomic.Pointer[leasedGenerator]
+	sessions Sessions
+	base     snowflake.Settings
+
+	mu  sync.Mutex // serialises building generators
+	cur atomic.Pointer[leasedGenerator]
 }
 
-// leasedGenerator is the generator built for one lease.
+// leasedGenerator is the generator built for one session.
 type leasedGenerator struct {
-	lease  Lease
-	gen    *snowflake.Generator
-	err    error       // why gen could not be built; gen is nil then
-	gaveUp atomic.Bool // GiveUp is asked once per lease, not once per ID
+	session *workerlease.Session
+	gen     *snowflake.Generator
+	err     error // why gen could not be built; gen is nil then
 }
 
-// NewSource returns a Source fed by k, whose generators use base with
-// WorkerID, StartAfterMS (raised to the lease's LastTimestampMS) and Fence
-// set per lease. It installs itself in k's OnLease, ahead of any callback
-// already there, so it must be called before k.Start. base.Now must be the
-// Keeper's clock, since the fence compares its readings with the lease
-// deadline. Errors: ErrInvalidConfig after k.Start; the snowflake errors of
-// base, including snowflake.ErrInvalidWorkerID when the layout's worker bits
-// cannot hold the Service's MaxWorkerID.
-func NewSource(k *Keeper, base snowflake.Settings) (*Source, error) {
-	probe := base
-	probe.WorkerID = k.svc.MaxWorkerID()
-	g, err := snowflake.New(probe)
-	if err != nil {
-		return nil, fmt.Errorf("snowflake settings for worker IDs up to %d: %w", probe.WorkerID, err)
+// New returns a Source whose generators use base with layout, and with
+// WorkerID, StartAfterMS (raised to each lease's LastTimestampMS) and Fence
+// set per session. layout is the deployment's, validated by its owner at
+// start (NewLayout, CheckLifetime, and a worker-ID range the layout holds);
+// base.Epoch and base.WorkerBits must be zero. base.Now must be the
+// sessions' clock, since the fence compares its readings with the lease
+// deadline. Errors: snowflake.ErrInvalidLayout for the zero layout, and the
+// snowflake errors of base.
+func New(sessions Sessions, layout snowflake.Layout, base snowflake.Settings) (*Source, error) {
+	if layout == (snowflake.Layout{}) {
+		// Settings would take the zero Layout as "none" and use Epoch and
+		// WorkerBits: the IDs would not be in the layout Layout reports.
+		return nil, fmt.Errorf("snowflake settings: no layout: %w", snowflake.ErrInvalidLayout)
 	}
-	s := &Source{k: k, base: base, layout: g.Layout()}
-
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.started {
-		return nil, fmt.Errorf("%w: NewSource after Keeper.Start", ErrInvalidConfig)
+	base.Layout = layout
+	if err := base.Check(); err != nil {
+		return nil, fmt.Errorf("snowflake settings: %w", err)
 	}
-	next := k.onLease
-	k.onLease = func(l Lease) {
-		s.install(l)
-		if next != nil {
-			next(l)
-		}
-	}
-	return s, nil
+	return &Source{sessions: sessions, base: base}, nil
 }
 
-// install builds the generator for a new lease. It runs on the keeper
-// goroutine before the lease is published, so the generator is in place
-// before the fence can let an ID through.
-func (s *Source) install(l Lease) {
+// generator returns the generator of the current session, building it the
+// first time the session is seen; nil while there is no session.
+func (s *Source) generator() *leasedGenerator {
+	sess := s.sessions.Session()
+	if sess == nil {
+		return nil
+	}
+	if c := s.cur.Load(); c != nil && c.session == sess {
+		return c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.cur.Load()
+	if prev != nil && prev.session == sess {
+		return prev
+	}
+	l := sess.Lease()
 	st := s.base
 	st.WorkerID = l.WorkerID
-	// NewSource's probe held the layout to the 10-year rule at start; a
-	// running instance keeps serving until the time bits really run out.
-	st.SkipLifetimeCheck = true
 	st.StartAfterMS = max(st.StartAfterMS, l.LastTimestampMS)
 	// The store's reservation already covers our own IDs; the previous
 	// generator is a second witness that costs nothing.
-	if prev := s.cur.Load(); prev != nil && prev.gen != nil && prev.lease.WorkerID == l.WorkerID {
+	if prev != nil && prev.gen != nil && prev.session.Lease().WorkerID == l.WorkerID {
 		st.StartAfterMS = max(st.StartAfterMS, prev.gen.LastTimestampMS())
 	}
-	st.Fence = s.k.Fence(l)
+	st.Fence = sess.Fence
 	g, err := snowflake.New(st)
 	if err != nil {
-		s.k.log.Error("build snowflake generator for a new worker lease", "err", err,
-			"cluster", l.Cluster, "worker_id", l.WorkerID)
 		err = fmt.Errorf("snowflake generator for worker ID %d: %w", l.WorkerID, err)
 	}
-	s.cur.Store(&leasedGenerator{lease: l, gen: g, err: err})
+	c := &leasedGenerator{session: sess, gen: g, err: err}
+	s.cur.Store(c)
+	return c
 }
 
-// Next returns a new ID. Errors: ErrNoWorkerID while the keeper finds every
-// worker ID held (before the first lease or after losing one);
-// snowflake.ErrFenced while no lease is provably held otherwise (none yet,
-// lost and not yet replaced, or renewals stalled); snowflake.ErrClockDriftTryLater; and
-// snowflake.ErrClockDriftTooLargeToRecover, upon which the lease is given up
-// so the Keeper can acquire a worker ID this clock can serve.
+// Next returns a new ID. Errors: workerlease.ErrNoWorkerID while the keeper
+// finds every worker ID held; snowflake.ErrFenced while no lease is
+// provably held otherwise (none yet, lost and not yet replaced, or renewals
+// stalled); snowflake.ErrClockDriftTryLater; and
+// snowflake.ErrClockDriftTooLargeToRecover, upon which the session is given
+// up so the keeper can acquire a worker ID this clock can serve.
 func (s *Source) Next() (int64, error) {
-	c := s.cur.Load()
+	c := s.generator()
 	if c == nil {
 		return 0, s.noLease()
 	}
@@ -109,7 +124,7 @@ func (s *Source) Next() (int64, error) {
 // NextN fills dst with strictly increasing IDs from one generator. Errors as
 // Next; on error dst holds no usable IDs.
 func (s *Source) NextN(dst []int64) error {
-	c := s.cur.Load()
+	c := s.generator()
 	if c == nil {
 		return s.noLease()
 	}
@@ -122,32 +137,32 @@ func (s *Source) NextN(dst []int64) error {
 	return nil
 }
 
-// noLease is the error before the first lease: the store unreachable or
-// the first acquire under way is a retry (fenced), not a full cluster.
+// noLease is the error before the first session: the store unreachable or
+// the first acquisition under way is a retry (fenced), not a full cluster.
 func (s *Source) noLease() error {
-	if s.k.noFree.Load() {
-		return ErrNoWorkerID
+	if s.sessions.NoFreeWorkerID() {
+		return workerlease.ErrNoWorkerID
 	}
 	return snowflake.ErrFenced
 }
 
-// failed handles a generator error: a drift too large gives the lease up;
-// a fenced generator whose keeper finds no free worker ID reports that.
+// failed handles a generator error: a drift too large gives the session
+// up; a fenced generator whose keeper finds no free worker ID says so.
 func (s *Source) failed(c *leasedGenerator, err error) error {
-	if errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover) && c.gaveUp.CompareAndSwap(false, true) {
-		s.k.GiveUp(c.lease)
+	if errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover) {
+		c.session.GiveUp()
 	}
-	if errors.Is(err, snowflake.ErrFenced) && s.k.noFree.Load() {
-		return ErrNoWorkerID
+	if errors.Is(err, snowflake.ErrFenced) && s.sessions.NoFreeWorkerID() {
+		return workerlease.ErrNoWorkerID
 	}
 	return err
 }
 
 // Layout returns the layout of every ID the Source issues.
-func (s *Source) Layout() snowflake.Layout { return s.layout }
+func (s *Source) Layout() snowflake.Layout { return s.base.Layout }
 
 // LastTimestampMS returns the highest timestamp the current generator issued
-// (or its floor), 0 before the first lease: what Keeper.Close reports.
+// (or its floor), 0 before the first: what Keeper.Close reports.
 func (s *Source) LastTimestampMS() int64 {
 	c := s.cur.Load()
 	if c == nil || c.gen == nil {

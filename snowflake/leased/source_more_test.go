@@ -1,6 +1,7 @@
-package workerlease
+package leased_test
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -8,70 +9,190 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
-// TestSourceNoLeaseYet: before the first lease, a retry (resp_code 3) is
-// the answer unless the keeper found every worker ID held (resp_code 5).
-func TestSourceNoLeaseYet(t *testing.T) {
-	h := newHolder(t, NewMemoryStore(nil), Config{}, time.Now)
-	if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrFenced) {
-		t.Errorf("Next() error = %v, want %v", err, snowflake.ErrFenced)
-	}
-	if err := h.src.NextN(make([]int64, 3)); !errors.Is(err, snowflake.ErrFenced) {
-		t.Errorf("NextN() error = %v, want %v", err, snowflake.ErrFenced)
-	}
+// TestSourceGivesUpOnLargeDrift: a clock fallen behind its own IDs by more
+// than MaxDriftError stops the generator; the Source gives its session up
+// (released once, with the reservation) and the keeper gets a worker ID
+// this clock can serve.
+func TestSourceGivesUpOnLargeDrift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := NewMemoryStore(nil)
-		cfg := Config{MaxWorkerID: 1}
-		other := newTestService(t, mem, Config{MaxWorkerID: 1, Now: skewed(toNov2026)})
-		for range 2 {
+		mem := workerlease.NewMemoryStore(skewed(toNov2026))
+		var releases atomic.Int64
+		fs := &faultStore{Store: mem}
+		fs.release = func(ctx context.Context, c string, id int64, tok string, last int64) error {
+			releases.Add(1)
+			return mem.Release(ctx, c, id, tok, last)
+		}
+		var clock adjustableClock
+		h := newHolder(t, fs, workerlease.Config{TTL: testTTL, MaxWorkerID: 1}, clock.Now)
+		h.k.Start(t.Context())
+		synctest.Wait()
+		if _, err := h.src.Next(); err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		first := h.k.Session()
+
+		clock.Step(-2 * time.Second) // beyond the default MaxDriftError of 1s
+		for range 3 {
+			if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover) {
+				t.Errorf("Next() error = %v, want %v", err, snowflake.ErrClockDriftTooLargeToRecover)
+			}
+		}
+		if !isClosed(first.Done()) {
+			t.Errorf("session not given up")
+		}
+		if err := first.Err(); !errors.Is(err, workerlease.ErrSessionClosed) {
+			t.Errorf("Err() of the given-up session = %v, want %v", err, workerlease.ErrSessionClosed)
+		}
+		synctest.Wait()
+		if got, want := releases.Load(), int64(1); got != want {
+			t.Errorf("releases = %d, want %d", got, want)
+		}
+
+		time.Sleep(time.Second) // the keeper's RetryInterval after a give-up
+		synctest.Wait()
+		id, err := h.src.Next()
+		if err != nil {
+			t.Fatalf("Next under the new session: %v", err)
+		}
+		// Worker ID 0 is reserved ahead of the stepped-back clock; 1 is not.
+		parts, err := h.src.Layout().Decompose(id)
+		if err != nil {
+			t.Fatalf("Decompose: %v", err)
+		}
+		if got, want := parts.WorkerID, int64(1); got != want {
+			t.Errorf("worker ID after giving up = %d, want %d", got, want)
+		}
+		h.close(t)
+	})
+}
+
+// TestSourceSameWorkerStartsAfterPreviousGenerator covers a store that has
+// lost a worker ID's reservation (say, restored from a backup): when the
+// Keeper gets the same worker ID back, the previous generator's last
+// timestamp still keeps the new one above its IDs.
+func TestSourceSameWorkerStartsAfterPreviousGenerator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := workerlease.NewMemoryStore(skewed(toNov2026))
+		fs := &faultStore{Store: mem}
+		fs.acquire = func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
+			l, err := mem.Acquire(ctx, req)
+			l.LastTimestampMS = 0
+			return l, err
+		}
+		var clock adjustableClock
+		cfg := workerlease.Config{TTL: testTTL, MaxWorkerID: 1}
+		h := newHolder(t, fs, cfg, clock.Now)
+		h.k.Start(t.Context())
+		synctest.Wait()
+		filler := newService(t, mem, cfg)
+		if l, err := filler.Acquire(context.Background(), "", ""); err != nil || l.WorkerID != 1 {
+			t.Fatalf("filler Acquire = %+v, %v, want worker ID 1", l, err)
+		}
+
+		time.Sleep(5 * time.Second)
+		ids := make([]int64, 1000)
+		if err := h.src.NextN(ids); err != nil {
+			t.Fatalf("NextN: %v", err)
+		}
+		last := ids[len(ids)-1]
+		first := h.k.Session()
+		first.GiveUp()
+		clock.Step(-3 * time.Second)
+		time.Sleep(time.Second) // RetryInterval
+		synctest.Wait()
+		second := h.k.Session()
+		if second == first || second.Lease().WorkerID != first.Lease().WorkerID {
+			t.Fatalf("no second session on worker ID %d", first.Lease().WorkerID)
+		}
+		if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrClockDriftTryLater) {
+			t.Errorf("Next() 2s behind the previous generator: error = %v, want %v", err, snowflake.ErrClockDriftTryLater)
+		}
+		time.Sleep(2 * time.Second)
+		id, err := h.src.Next()
+		if err != nil {
+			t.Fatalf("Next once the clock caught up: %v", err)
+		}
+		if id <= last {
+			t.Errorf("Next() = %d, want above the previous generator's %d", id, last)
+		}
+		h.close(t)
+	})
+}
+
+// TestSourceServesPastTheLifetimeRule: the 10-year rule is for starting a
+// deployment (Layout.CheckLifetime); a layout validated then keeps serving
+// sessions that begin with less than 10 years left.
+func TestSourceServesPastTheLifetimeRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		layout, err := snowflake.NewLayout(time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), snowflake.DefaultWorkerBits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An hour past the 10-year mark.
+		offset := time.Until(layout.End().AddDate(-10, 0, 0).Add(time.Hour))
+		now := skewed(offset)
+		if err := layout.CheckLifetime(now()); !errors.Is(err, snowflake.ErrLayoutTooShort) {
+			t.Fatalf("CheckLifetime() = %v, want %v", err, snowflake.ErrLayoutTooShort)
+		}
+		k, err := workerlease.NewKeeper(workerlease.KeeperConfig{
+			Service: newService(t, workerlease.NewMemoryStore(nil), workerlease.Config{Now: now}), Now: now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := leased.New(k, layout, snowflake.Settings{Now: now, Sleep: time.Sleep})
+		if err != nil {
+			t.Fatalf("leased.New with under 10 years left: %v", err)
+		}
+		k.Start(t.Context())
+		synctest.Wait()
+		if _, err := src.Next(); err != nil {
+			t.Fatalf("Next with under 10 years left: %v", err)
+		}
+		h := &holder{k, src}
+		h.close(t)
+	})
+}
+
+// TestSourceWorkerIDOutsideTheLayout: a keeper granting worker IDs the
+// layout cannot carry (a misconfiguration Service.CheckLayout refuses at
+// start) gets an error from the generator, never an ID with a corrupt
+// worker field.
+func TestSourceWorkerIDOutsideTheLayout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := workerlease.NewMemoryStore(nil)
+		cfg := workerlease.Config{MaxWorkerID: 7, Now: skewed(toNov2026)}
+		other := newService(t, mem, cfg)
+		for range 4 { // IDs 0..3, all that 2 worker bits carry
 			if _, err := other.Acquire(t.Context(), "", "other"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		full := newHolder(t, mem, cfg, skewed(toNov2026))
-		full.k.Start(t.Context())
-		synctest.Wait()
-		if _, err := full.src.Next(); !errors.Is(err, ErrNoWorkerID) {
-			t.Errorf("Next() with every worker ID held before the first lease: error = %v, want %v", err, ErrNoWorkerID)
-		}
-		if err := full.src.NextN(make([]int64, 3)); !errors.Is(err, ErrNoWorkerID) {
-			t.Errorf("NextN() with every worker ID held before the first lease: error = %v, want %v", err, ErrNoWorkerID)
-		}
-		closeKeeper(t, full.k, 0)
-	})
-	if got := h.src.LastTimestampMS(); got != 0 {
-		t.Errorf("LastTimestampMS() = %d, want 0", got)
-	}
-	if got, want := h.src.Layout().WorkerBits, snowflake.DefaultWorkerBits; got != want {
-		t.Errorf("Layout().WorkerBits = %d, want %d", got, want)
-	}
-}
-
-// TestSourceServesPastTheLifetimeRule: the 10-year rule is checked when the
-// Source is made; a lease acquired later, once the layout has less than 10
-// years left, still gets a working generator.
-func TestSourceServesPastTheLifetimeRule(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		epoch := time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-		layout, err := snowflake.NewLayout(epoch, snowflake.DefaultWorkerBits)
+		narrow, err := snowflake.NewLayout(time.Time{}, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var offset atomic.Int64
-		offset.Store(int64(time.Until(layout.End().AddDate(-10, 0, 0).Add(-time.Hour))))
-		now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-		r := newKeeperRig(t, NewMemoryStore(nil), Config{Now: now}, KeeperConfig{Now: now})
-		src, err := NewSource(r.k, snowflake.Settings{Epoch: epoch, Now: now, Sleep: time.Sleep})
+		k, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: newService(t, mem, cfg), Now: cfg.Now})
 		if err != nil {
-			t.Fatalf("NewSource with 10 years and an hour left: %v", err)
+			t.Fatal(err)
 		}
-		offset.Add(int64(2 * time.Hour)) // the first lease comes an hour past the 10-year mark
-		r.k.Start(t.Context())
+		src, err := leased.New(k, narrow, snowflake.Settings{Now: cfg.Now, Sleep: time.Sleep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.Start(t.Context())
 		synctest.Wait()
-		if _, err := src.Next(); err != nil {
-			t.Fatalf("Next under a lease acquired with under 10 years left: %v", err)
+		if _, err := src.Next(); !errors.Is(err, snowflake.ErrInvalidWorkerID) {
+			t.Errorf("Next() under worker ID %d with 2 worker bits: error = %v, want %v",
+				k.Session().Lease().WorkerID, err, snowflake.ErrInvalidWorkerID)
 		}
-		closeKeeper(t, r.k, src.LastTimestampMS())
+		if err := src.NextN(make([]int64, 2)); !errors.Is(err, snowflake.ErrInvalidWorkerID) {
+			t.Errorf("NextN() error = %v, want %v", err, snowflake.ErrInvalidWorkerID)
+		}
+		(&holder{k, src}).close(t)
 	})
 }

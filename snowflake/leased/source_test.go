@@ -1,4 +1,4 @@
-package workerlease
+package leased_test
 
 import (
 	"context"
@@ -9,34 +9,9 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/idalloc/idalloc/workerlease"
 )
-
-// holder is one process: its clock, Keeper and Source.
-type holder struct {
-	*keeperRig
-	src *Source
-}
-
-func newHolder(tb testing.TB, store Store, cfg Config, now func() time.Time) *holder {
-	tb.Helper()
-	cfg.Now = now
-	r := newKeeperRig(tb, store, cfg, KeeperConfig{Now: now})
-	src, err := NewSource(r.k, snowflake.Settings{Now: now, Sleep: time.Sleep})
-	if err != nil {
-		tb.Fatalf("NewSource: %v", err)
-	}
-	return &holder{r, src}
-}
-
-// adjustableClock is the bubble's clock shifted into 2026 and by an offset
-// the test can change, to step the clock back.
-type adjustableClock struct{ offset atomic.Int64 }
-
-func (c *adjustableClock) Now() time.Time {
-	return time.Now().Add(toNov2026 + time.Duration(c.offset.Load()))
-}
-
-func (c *adjustableClock) Step(d time.Duration) { c.offset.Add(int64(d)) }
 
 // TestSourceStalledHolder is the scenario of guarantee 5: holder A is cut
 // off from the store; its fence closes before the store lets its lease
@@ -57,24 +32,24 @@ func TestSourceStalledHolder(t *testing.T) {
 				start := time.Now()
 				elapsed := func() time.Duration { return time.Since(start) }
 				storeClock := skewed(toNov2026)
-				mem := NewMemoryStore(storeClock)
-				cfg := Config{TTL: testTTL, MaxWorkerID: 1}
+				mem := workerlease.NewMemoryStore(storeClock)
+				cfg := workerlease.Config{TTL: testTTL, MaxWorkerID: 1}
 
 				// A's link to the store: once partitioned, renewals hang
 				// until their deadline and every other call fails.
 				var partitioned atomic.Bool
 				errPartition := errors.New("network partition")
 				linkA := &faultStore{Store: mem}
-				linkA.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
+				linkA.acquire = func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
 					if partitioned.Load() {
-						return Lease{}, errPartition
+						return workerlease.Lease{}, errPartition
 					}
 					return mem.Acquire(ctx, req)
 				}
-				linkA.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+				linkA.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (workerlease.Lease, error) {
 					if partitioned.Load() {
 						<-ctx.Done()
-						return Lease{}, ctx.Err()
+						return workerlease.Lease{}, ctx.Err()
 					}
 					return mem.Renew(ctx, c, id, tok, ttl, last)
 				}
@@ -89,7 +64,7 @@ func TestSourceStalledHolder(t *testing.T) {
 				a.k.Start(t.Context())
 				synctest.Wait()
 				// C holds the other worker ID throughout, so B can only get A's.
-				c := newKeeperRig(t, mem, Config{TTL: testTTL, MaxWorkerID: 1, Now: storeClock}, KeeperConfig{Now: storeClock})
+				c := newHolder(t, mem, cfg, storeClock)
 				c.k.Start(t.Context())
 				synctest.Wait()
 				leaseA, ok := a.k.Lease()
@@ -126,22 +101,25 @@ func TestSourceStalledHolder(t *testing.T) {
 				if _, err := a.src.Next(); !errors.Is(err, snowflake.ErrFenced) {
 					t.Errorf("A Next at its local deadline: error = %v, want %v", err, snowflake.ErrFenced)
 				}
-				if row := mustLease(t, mem, 0); row.token != leaseA.Token || !row.live(storeClock()) {
-					t.Errorf("the store no longer holds A's lease at A's local deadline; the fence closed too late")
+				// The store still holds A's lease (to 30s): nobody can take
+				// worker ID 0 while A's fence is closing.
+				probe := newService(t, mem, cfg)
+				if l, err := probe.Acquire(t.Context(), "", "probe"); !errors.Is(err, workerlease.ErrNoWorkerID) {
+					t.Fatalf("Acquire at A's local deadline = %+v, %v, want %v: the fence closed too late", l, err, workerlease.ErrNoWorkerID)
 				}
 
 				time.Sleep(31*time.Second - elapsed()) // A's lease expired in the store at 30s
 				b := newHolder(t, mem, cfg, skewed(toNov2026+tt.bSkew))
 				b.k.Start(t.Context())
 				synctest.Wait()
-				leaseB, ok := b.k.Lease()
-				if !ok || leaseB.WorkerID != leaseA.WorkerID {
-					t.Fatalf("B's lease = %+v, %v, want A's worker ID %d", leaseB, ok, leaseA.WorkerID)
+				sb := b.k.Session()
+				if sb == nil || sb.Lease().WorkerID != leaseA.WorkerID {
+					t.Fatalf("B's session = %v, want one on A's worker ID %d", sb, leaseA.WorkerID)
 				}
 				// A's only renewal reached the store at 0s, reserving up to 30s.
 				floor := storeClock().Add(-elapsed() + testTTL).UnixMilli()
-				if got := b.announced(); len(got) != 1 || got[0].LastTimestampMS != floor {
-					t.Fatalf("B's OnLease got %+v, want one lease with LastTimestampMS %d", got, floor)
+				if got := sb.Lease().LastTimestampMS; got != floor {
+					t.Fatalf("B's Lease().LastTimestampMS = %d, want A's reservation %d", got, floor)
 				}
 
 				// B's clock passes the floor (30s on A's clock) at 30s - bSkew.
@@ -176,175 +154,93 @@ func TestSourceStalledHolder(t *testing.T) {
 				// keeper finds none free, and A says so (resp_code 5).
 				partitioned.Store(false)
 				time.Sleep(2 * testTTL)
-				if _, err := a.src.Next(); !errors.Is(err, ErrNoWorkerID) {
-					t.Errorf("A Next with every worker ID held: error = %v, want %v", err, ErrNoWorkerID)
+				if _, err := a.src.Next(); !errors.Is(err, workerlease.ErrNoWorkerID) {
+					t.Errorf("A Next with every worker ID held: error = %v, want %v", err, workerlease.ErrNoWorkerID)
 				}
 
-				closeKeeper(t, b.k, b.src.LastTimestampMS())
-				closeKeeper(t, c.k, 0)
-				closeKeeper(t, a.k, a.src.LastTimestampMS()) // A holds nothing left to release
+				b.close(t)
+				c.close(t)
+				a.close(t) // A holds nothing left to release
 			})
 		})
 	}
 }
 
-func TestNewSourceInvalid(t *testing.T) {
+// TestSourceNoLeaseYet: before the first session, a retry (resp_code 3) is
+// the answer unless the keeper found every worker ID held (resp_code 5).
+func TestSourceNoLeaseYet(t *testing.T) {
+	h := newHolder(t, workerlease.NewMemoryStore(nil), workerlease.Config{}, time.Now)
+	if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrFenced) {
+		t.Errorf("Next() error = %v, want %v", err, snowflake.ErrFenced)
+	}
+	if err := h.src.NextN(make([]int64, 3)); !errors.Is(err, snowflake.ErrFenced) {
+		t.Errorf("NextN() error = %v, want %v", err, snowflake.ErrFenced)
+	}
+	if got := h.src.LastTimestampMS(); got != 0 {
+		t.Errorf("LastTimestampMS() = %d, want 0", got)
+	}
+	if got, want := h.src.Layout(), defaultLayout(t); got != want {
+		t.Errorf("Layout() = %+v, want %+v", got, want)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		mem := workerlease.NewMemoryStore(nil)
+		cfg := workerlease.Config{MaxWorkerID: 1}
+		other := newService(t, mem, workerlease.Config{MaxWorkerID: 1, Now: skewed(toNov2026)})
+		for range 2 {
+			if _, err := other.Acquire(t.Context(), "", "other"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		full := newHolder(t, mem, cfg, skewed(toNov2026))
+		full.k.Start(t.Context())
+		synctest.Wait()
+		if _, err := full.src.Next(); !errors.Is(err, workerlease.ErrNoWorkerID) {
+			t.Errorf("Next() with every worker ID held before the first lease: error = %v, want %v", err, workerlease.ErrNoWorkerID)
+		}
+		if err := full.src.NextN(make([]int64, 3)); !errors.Is(err, workerlease.ErrNoWorkerID) {
+			t.Errorf("NextN() with every worker ID held before the first lease: error = %v, want %v", err, workerlease.ErrNoWorkerID)
+		}
+		full.close(t)
+	})
+}
+
+func TestNewInvalid(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	valid, err := snowflake.NewLayout(time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future, err := snowflake.NewLayout(now.Add(time.Hour), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handMade := valid
+	handMade.WorkerBits = 12 // the sequence bits no longer add up
 	tests := []struct {
-		name    string
-		cfg     Config
-		base    snowflake.Settings
-		started bool
-		want    error
+		name   string
+		layout snowflake.Layout
+		base   snowflake.Settings
+		want   error
 	}{
-		{"worker bits too narrow for MaxWorkerID", Config{MaxWorkerID: 1023}, snowflake.Settings{WorkerBits: 9}, false, snowflake.ErrInvalidWorkerID},
-		{"bad snowflake settings", Config{}, snowflake.Settings{MaxDriftBlock: -time.Second}, false, snowflake.ErrInvalidSettings},
-		{"keeper already started", Config{}, snowflake.Settings{}, true, ErrInvalidConfig},
+		{"no layout", snowflake.Layout{}, snowflake.Settings{}, snowflake.ErrInvalidLayout},
+		{"a layout not made by NewLayout", handMade, snowflake.Settings{}, snowflake.ErrInvalidLayout},
+		{"epoch after now", future, snowflake.Settings{}, snowflake.ErrInvalidLayout},
+		{"worker bits beside the layout", valid, snowflake.Settings{WorkerBits: 10}, snowflake.ErrInvalidSettings},
+		{"an epoch beside the layout", valid, snowflake.Settings{Epoch: valid.Epoch}, snowflake.ErrInvalidSettings},
+		{"negative drift block", valid, snowflake.Settings{MaxDriftBlock: -time.Second}, snowflake.ErrInvalidSettings},
+		{"negative floor", valid, snowflake.Settings{StartAfterMS: -1}, snowflake.ErrInvalidSettings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				now := skewed(toNov2026)
-				tt.cfg.Now = now
-				r := newKeeperRig(t, NewMemoryStore(nil), tt.cfg, KeeperConfig{Now: now})
-				if tt.started {
-					r.k.Start(t.Context())
-					defer closeKeeper(t, r.k, 0)
-				}
-				tt.base.Now, tt.base.Sleep = now, time.Sleep
-				if _, err := NewSource(r.k, tt.base); !errors.Is(err, tt.want) {
-					t.Errorf("NewSource() error = %v, want %v", err, tt.want)
-				}
-			})
-		})
-	}
-}
-
-func TestSourceGivesUpOnLargeDrift(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := NewMemoryStore(skewed(toNov2026))
-		var releases atomic.Int64
-		fs := &faultStore{Store: mem}
-		fs.release = func(ctx context.Context, c string, id int64, tok string, last int64) error {
-			releases.Add(1)
-			return mem.Release(ctx, c, id, tok, last)
-		}
-		var clock adjustableClock
-		h := newHolder(t, fs, Config{TTL: testTTL, MaxWorkerID: 1}, clock.Now)
-		h.k.Start(t.Context())
-		synctest.Wait()
-		if _, err := h.src.Next(); err != nil {
-			t.Fatalf("Next: %v", err)
-		}
-		lost := h.k.Lost()
-
-		clock.Step(-2 * time.Second) // beyond the default MaxDriftError of 1s
-		for range 3 {
-			if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover) {
-				t.Errorf("Next() error = %v, want %v", err, snowflake.ErrClockDriftTooLargeToRecover)
+			k, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: newService(t, workerlease.NewMemoryStore(nil), workerlease.Config{})})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !isClosed(lost) {
-			t.Errorf("lease not given up")
-		}
-		synctest.Wait()
-		if got, want := releases.Load(), int64(1); got != want {
-			t.Errorf("releases = %d, want %d", got, want)
-		}
-
-		time.Sleep(time.Second) // RetryInterval
-		synctest.Wait()
-		id, err := h.src.Next()
-		if err != nil {
-			t.Fatalf("Next under the new lease: %v", err)
-		}
-		// Worker ID 0 is reserved ahead of the stepped-back clock; 1 is not.
-		parts, err := h.src.Layout().Decompose(id)
-		if err != nil {
-			t.Fatalf("Decompose: %v", err)
-		}
-		if got, want := parts.WorkerID, int64(1); got != want {
-			t.Errorf("worker ID after giving up = %d, want %d", got, want)
-		}
-		closeKeeper(t, h.k, h.src.LastTimestampMS())
-	})
-}
-
-// TestSourceSameWorkerStartsAfterPreviousGenerator covers a store that has
-// lost a worker ID's reservation (say, restored from a backup): when the
-// Keeper gets the same worker ID back, the previous generator's last
-// timestamp still keeps the new one above its IDs.
-func TestSourceSameWorkerStartsAfterPreviousGenerator(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := NewMemoryStore(skewed(toNov2026))
-		fs := &faultStore{Store: mem}
-		fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
-			l, err := mem.Acquire(ctx, req)
-			l.LastTimestampMS = 0
-			return l, err
-		}
-		var clock adjustableClock
-		cfg := Config{TTL: testTTL, MaxWorkerID: 1}
-		h := newHolder(t, fs, cfg, clock.Now)
-		h.k.Start(t.Context())
-		synctest.Wait()
-		filler := newTestService(t, mem, cfg)
-		if l, err := filler.Acquire(context.Background(), "", ""); err != nil || l.WorkerID != 1 {
-			t.Fatalf("filler Acquire = %+v, %v, want worker ID 1", l, err)
-		}
-
-		time.Sleep(5 * time.Second)
-		ids := make([]int64, 1000)
-		if err := h.src.NextN(ids); err != nil {
-			t.Fatalf("NextN: %v", err)
-		}
-		last := ids[len(ids)-1]
-		lease, _ := h.k.Lease()
-		h.k.GiveUp(lease)
-		clock.Step(-3 * time.Second)
-		time.Sleep(time.Second) // RetryInterval
-		synctest.Wait()
-		if got := h.announced(); len(got) != 2 || got[1].WorkerID != lease.WorkerID {
-			t.Fatalf("OnLease got %+v, want a second lease on worker ID %d", got, lease.WorkerID)
-		}
-		if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrClockDriftTryLater) {
-			t.Errorf("Next() 2s behind the previous generator: error = %v, want %v", err, snowflake.ErrClockDriftTryLater)
-		}
-		time.Sleep(2 * time.Second)
-		id, err := h.src.Next()
-		if err != nil {
-			t.Fatalf("Next once the clock caught up: %v", err)
-		}
-		if id <= last {
-			t.Errorf("Next() = %d, want above the previous generator's %d", id, last)
-		}
-		closeKeeper(t, h.k, h.src.LastTimestampMS())
-	})
-}
-
-func BenchmarkSourceNext(b *testing.B) {
-	h := newHolder(b, NewMemoryStore(nil), Config{}, time.Now)
-	h.k.Start(b.Context())
-	b.Cleanup(func() { closeKeeper(b, h.k, h.src.LastTimestampMS()) })
-	for _, ok := h.k.Lease(); !ok; _, ok = h.k.Lease() {
-		time.Sleep(time.Millisecond)
-	}
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := h.src.Next(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := h.src.Next(); err != nil {
-					b.Error(err)
-					return
-				}
+			tt.base.Now, tt.base.Sleep = clock, time.Sleep
+			if src, err := leased.New(k, tt.layout, tt.base); !errors.Is(err, tt.want) {
+				t.Errorf("New() = %p, %v, want error %v", src, err, tt.want)
 			}
 		})
-	})
+	}
 }

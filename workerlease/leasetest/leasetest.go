@@ -35,7 +35,7 @@ type Target struct {
 	// tb when the store cannot run here.
 	Fresh func(tb testing.TB) func(tb testing.TB) workerlease.Store
 	// Unreachable returns a handle on a store that does not answer (a
-	// closed port). nil skips the outage case.
+	// closed port). nil leaves the outage case out (memory has no server).
 	Unreachable func(tb testing.TB) workerlease.Store
 	// TTL is the shortest lease TTL the store honours precisely enough for
 	// the expiry cases: 400ms for SQL, Redis and memory; etcd's leases count
@@ -66,6 +66,9 @@ func Run(t *testing.T, tg Target) {
 	// than each case on its own.
 	tg.Fresh(t)
 	cases := slices.Concat(grantCases(), raceCases())
+	if tg.Unreachable != nil {
+		cases = append(cases, testCase{"an unreachable store is an outage", testUnreachable})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -86,7 +89,6 @@ func grantCases() []testCase {
 		{"invalid input", testLeaseInvalid},
 		{"a cluster keeps the layout it was first used with", testClusterLayout},
 		{"the caller's clock does not decide expiry", testCallerClockSkew},
-		{"an unreachable store is an outage", testUnreachable},
 	}
 }
 
