@@ -1,0 +1,32 @@
+package redislease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/workerlease/leasetest"
+)
+
+// TestConformance runs the suite every lease store passes. A namespace is
+// a fresh key prefix on the test Redis; each handle has a client of its
+// own, as another process would.
+func TestConformance(t *testing.T) {
+	leasetest.Run(t, leasetest.Target{
+		Fresh: func(tb testing.TB) func(testing.TB) workerlease.Store {
+			prefix := freshPrefix(tb) // skips tb when Redis is down
+			return func(tb testing.TB) workerlease.Store {
+				return New(newTestClient(tb), Options{Prefix: prefix})
+			}
+		},
+		Unreachable: func(tb testing.TB) workerlease.Store {
+			st, err := Open("redis://"+closedAddr(tb)+"/0", Options{})
+			if err != nil {
+				tb.Fatalf("Open: %v", err)
+			}
+			tb.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+		TTL: 400 * time.Millisecond,
+	})
+}
