@@ -1,0 +1,72 @@
+package etcdlease_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/idalloc/idalloc/etcdlease"
+	"github.com/idalloc/idalloc/internal/etcdtest"
+	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/workerlease/leasetest"
+)
+
+// TestConformance runs the suite every lease store passes on one private
+// etcd, each case under a prefix of its own.
+func TestConformance(t *testing.T) {
+	srv := etcdtest.Start(t)
+	var namespaces atomic.Int64
+	leasetest.Run(t, leasetest.Target{
+		Fresh: func(tb testing.TB) func(tb testing.TB) workerlease.Store {
+			prefix := fmt.Sprintf("/etcdlease-conformance/%d/", namespaces.Add(1))
+			tb.Cleanup(func() { deletePrefix(tb, srv, prefix) })
+			return func(tb testing.TB) workerlease.Store {
+				st, err := etcdlease.Open(srv.DSN(), etcdlease.Options{Prefix: prefix})
+				if err != nil {
+					tb.Fatalf("etcdlease.Open: %v", err)
+				}
+				tb.Cleanup(func() { st.Close() })
+				return st
+			}
+		},
+		Unreachable: func(tb testing.TB) workerlease.Store {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				tb.Fatalf("listen: %v", err)
+			}
+			addr := l.Addr().String()
+			l.Close() // nothing answers there now
+			st, err := etcdlease.Open(addr, etcdlease.Options{})
+			if err != nil {
+				tb.Fatalf("etcdlease.Open: %v", err)
+			}
+			tb.Cleanup(func() { st.Close() })
+			return st
+		},
+		// etcd counts leases in whole seconds, and its lessor ends an
+		// expired one up to 500ms late.
+		TTL: 2 * time.Second,
+	})
+}
+
+// deletePrefix removes a namespace's keys; its etcd leases, if any are
+// left, end by themselves.
+func deletePrefix(tb testing.TB, srv *etcdtest.Server, prefix string) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		tb.Errorf("etcd client: %v", err)
+		return
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+		tb.Errorf("delete %s: %v", prefix, err)
+	}
+}
