@@ -44,6 +44,17 @@ type Config struct {
 	ShutdownTimeout string          `json:"shutdown_timeout"`
 	Segment         SegmentConfig   `json:"segment"`
 	Snowflake       SnowflakeConfig `json:"snowflake"`
+	Lease           LeaseConfig     `json:"lease"`
+}
+
+// LeaseConfig is the "lease" object of config.json: where worker-ID leases
+// (this instance's own and /workerid's) are kept (API.md §9).
+type LeaseConfig struct {
+	// Driver is "sql" (the main store, the default), "redis" or "etcd".
+	Driver string `json:"driver"`
+	// DSN is the lease store's address for redis (a redis:// URL) and etcd
+	// (comma-separated endpoints); empty for sql, which uses dsn.
+	DSN string `json:"dsn"`
 }
 
 // DefaultShutdownTimeout is the default of shutdown_timeout: under the 30 s
@@ -109,6 +120,7 @@ func defaultConfig() Config {
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
 		},
+		Lease: LeaseConfig{Driver: "sql"},
 	}
 }
 
@@ -127,11 +139,13 @@ func loadConfig(path string, required bool, getenv func(string) string) (setting
 		return settings{}, fmt.Errorf("config: %w", err)
 	}
 	for env, field := range map[string]*string{
-		"IDALLOC_HTTP_ADDR":   &c.HTTPAddr,
-		"IDALLOC_RESP_ADDR":   &c.RespAddr,
-		"IDALLOC_DRIVER":      &c.Driver,
-		"IDALLOC_DSN":         &c.DSN,
-		"IDALLOC_ADMIN_TOKEN": &c.AdminToken,
+		"IDALLOC_HTTP_ADDR":    &c.HTTPAddr,
+		"IDALLOC_RESP_ADDR":    &c.RespAddr,
+		"IDALLOC_DRIVER":       &c.Driver,
+		"IDALLOC_DSN":          &c.DSN,
+		"IDALLOC_ADMIN_TOKEN":  &c.AdminToken,
+		"IDALLOC_LEASE_DRIVER": &c.Lease.Driver,
+		"IDALLOC_LEASE_DSN":    &c.Lease.DSN,
 	} {
 		if v := getenv(env); v != "" {
 			*field = v
@@ -223,6 +237,14 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.DSN == "" {
 		return s, errors.New(`key "dsn": must not be empty`)
+	}
+	switch {
+	case c.Lease.Driver != "sql" && c.Lease.Driver != "redis" && c.Lease.Driver != "etcd":
+		return s, fmt.Errorf(`key "lease.driver": %q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
+	case c.Lease.Driver == "sql" && c.Lease.DSN != "":
+		return s, errors.New(`key "lease.dsn": must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
+	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
+		return s, fmt.Errorf(`key "lease.dsn": must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > 100_000 {
 		return s, fmt.Errorf(`key "max_batch": %d is outside 1..100000`, c.MaxBatch)

@@ -57,6 +57,10 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"shutdown_timeout":"5s"}`, `"shutdown_timeout"`}, // not above the default drain
 		{`{"shutdown_drain":"30s"}`, `"shutdown_timeout"`},  // above the default timeout
 		{`{"shutdown_drain":"2s","shutdown_timeout":"1s"}`, `"shutdown_timeout"`},
+		{`{"lease":{"driver":"zookeeper"}}`, `"lease.driver"`},
+		{`{"lease":{"driver":"redis"}}`, `"lease.dsn"`},
+		{`{"lease":{"driver":"etcd","dsn":""}}`, `"lease.dsn"`},
+		{`{"lease":{"driver":"sql","dsn":"redis://127.0.0.1:6379"}}`, `"lease.dsn"`},
 		{`{"segment":{"maxstep":5}}`, `"segment.maxstep"`},
 		{`{"snowflake":{"enabled":true,"worker_bitz":3}}`, `"snowflake.worker_bitz"`},
 		{`{"segment":{"max_step":0}}`, `"segment.max_step"`},
@@ -93,7 +97,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, shutdown_drain, shutdown_timeout, segment, snowflake`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
 	}
 	for _, c := range cases {
 		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)
@@ -111,13 +115,15 @@ func TestEnvironmentOverrides(t *testing.T) {
 	env := map[string]string{
 		"IDALLOC_HTTP_ADDR": "127.0.0.1:9999", "IDALLOC_RESP_ADDR": ":6380", "IDALLOC_DRIVER": "mysql",
 		"IDALLOC_DSN": "u:p@tcp(db:3306)/ids", "IDALLOC_ADMIN_TOKEN": "s3cret",
+		"IDALLOC_LEASE_DRIVER": "etcd", "IDALLOC_LEASE_DSN": "http://127.0.0.1:2379",
 	}
 	got, err := loadConfig(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
-		got.AdminToken != "s3cret" || got.shutdownDrain != time.Second {
+		got.AdminToken != "s3cret" || got.shutdownDrain != time.Second ||
+		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
 	}
 }

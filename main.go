@@ -21,7 +21,6 @@ import (
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
-	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -164,7 +163,12 @@ func run(args []string) error {
 		return fmt.Errorf("load tags: %w", err)
 	}
 
-	leases, keeper, source, err := snowflakeParts(st, cfg, log, metrics.DriftWaited)
+	leaseStore, closeLeaseStore, err := openLeaseStore(st, cfg.Lease)
+	if err != nil {
+		return err
+	}
+	defer closeLeaseStore()
+	leases, keeper, source, err := snowflakeParts(leaseStore, cfg, log, metrics.DriftWaited)
 	if err != nil {
 		return err
 	}
@@ -201,7 +205,7 @@ func run(args []string) error {
 			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
 		}
 		lc := newLayoutCheck(func(ctx context.Context) error {
-			return st.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
+			return leases.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
 		}, log)
 		stopLayoutCheck, err = lc.gate(ctx,
 			// Not ctx: the lease must stay renewed while the server drains.
@@ -271,35 +275,4 @@ func run(args []string) error {
 		return cause
 	}
 	return nil
-}
-
-// snowflakeParts builds the worker-lease service (always: other processes
-// lease worker IDs through it) and, when snowflake mode is on, this
-// instance's keeper and fenced source.
-func snowflakeParts(st workerlease.Store, cfg settings, log *slog.Logger, onDriftWait func(time.Duration)) (*workerlease.Service, *workerlease.Keeper, *workerlease.Source, error) {
-	sf := cfg.Snowflake
-	layout, err := snowflake.NewLayout(cfg.epoch, sf.WorkerBits)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf(`key "snowflake.worker_bits"/"snowflake.epoch": %w`, err)
-	}
-	host, _ := os.Hostname()
-	svc, err := workerlease.NewService(st, workerlease.Config{
-		Cluster: sf.Cluster, MaxWorkerID: layout.MaxWorkerID(), TTL: cfg.leaseTTL,
-		Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
-	})
-	if err != nil || !sf.Enabled {
-		return svc, nil, nil, err
-	}
-	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Logger: log})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	source, err := workerlease.NewSource(keeper, snowflake.Settings{
-		Epoch: cfg.epoch, WorkerBits: sf.WorkerBits, DisableRandomStart: !cfg.randomStart,
-		MaxDriftBlock: cfg.driftBlock, MaxDriftError: cfg.driftError, OnDriftWait: onDriftWait,
-	})
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("snowflake settings: %w", err)
-	}
-	return svc, keeper, source, nil
 }

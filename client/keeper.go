@@ -36,32 +36,27 @@ type KeeperConfig struct {
 // acquires it, the Keeper renews it every TTL/3, and once it is lost, it is
 // over (Done closes); make a new Keeper to go on.
 //
-// It is the server's own keeper (workerlease.Keeper) running on the HTTP API,
-// which this package presents to it as a workerlease.Store; so the fencing
-// is the server's own. The local deadline is the monotonic time at which the
-// last successful renewal was sent, plus the TTL minus Margin; the server
-// counts the TTL from when it received that renewal, by its database's
-// clock, so the deadline passes before the lease can lapse. Each renewal
-// also reserves timestamps: it stores R = Unix ms at sending + TTL as the
-// worker ID's last_timestamp_ms, and the fence refuses IDs timestamped after
-// R, so the next holder, which starts after R, never issues an ID at or
-// below this holder's, whatever its clock says.
+// It is a workerlease.Session, the server's own kind of lease, running on
+// the HTTP API, which this package presents to it as a workerlease.Store;
+// so the fencing is the server's own. The local deadline is the monotonic
+// time at which the last successful renewal was sent, plus the TTL minus
+// Margin; the server counts the TTL from when it received that renewal, by
+// its database's clock, so the deadline passes before the lease can lapse.
+// Each renewal also reserves timestamps: it stores R = Unix ms at sending +
+// TTL as the worker ID's last_timestamp_ms, and the fence refuses IDs
+// timestamped after R, so the next holder, which starts after R, never
+// issues an ID at or below this holder's, whatever its clock says.
 //
-// Goroutines: the workerlease keeper's, and one that watches it; Close
-// waits for both. Closing the Client closes its Keepers.
+// Goroutines: the session's one; Close waits for it. Closing the Client
+// closes its Keepers.
 type Keeper struct {
-	c      *Client // for Close to untrack
-	inner  *workerlease.Keeper
-	store  *leaseStore
-	grant  workerlease.Lease
-	now    func() time.Time
-	ownNow bool // Config.Now was set: Settings passes it to the generator
-	fence  func(time.Time, int64) bool
-	cancel context.CancelFunc
-
-	done    chan struct{} // closed at the loss of the lease, or Close
-	stop    chan struct{} // closed by Close
-	watched chan struct{} // closed when the watcher returns
+	c       *Client // for Close to untrack
+	session *workerlease.Session
+	store   *leaseStore
+	grant   workerlease.Lease
+	now     func() time.Time
+	ownNow  bool // Config.Now was set: Settings passes it to the generator
+	fence   func(time.Time, int64) bool
 	closing atomic.Bool
 
 	closeOnce sync.Once
@@ -84,8 +79,7 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		return nil, fmt.Errorf("%w: KeeperConfig.Margin %v is negative", ErrInvalidConfig, cfg.Margin)
 	}
 	c := cfg.Generator.c
-	k := &Keeper{now: cfg.Now, ownNow: cfg.Now != nil,
-		done: make(chan struct{}), stop: make(chan struct{}), watched: make(chan struct{})}
+	k := &Keeper{now: cfg.Now, ownNow: cfg.Now != nil}
 	if k.now == nil {
 		k.now = time.Now
 	}
@@ -97,7 +91,7 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		return nil, err
 	}
 	k.grant = grant
-	k.store = &leaseStore{g: cfg.Generator, ttl: ttl, first: &grant, ended: make(chan struct{})}
+	k.store = &leaseStore{g: cfg.Generator, ttl: ttl, first: &grant}
 	fail := func(err error) (*Keeper, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), c.reqTimeout)
 		defer cancel()
@@ -113,62 +107,24 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err != nil {
 		return fail(err)
 	}
-	k.inner, err = workerlease.NewKeeper(workerlease.KeeperConfig{
-		Service: svc, Now: k.now, Margin: cfg.Margin, RetryInterval: cfg.RetryInterval, Logger: cfg.Logger,
+	// NewSession releases the grant itself when its first renewal fails.
+	k.session, err = workerlease.NewSession(ctx, workerlease.SessionConfig{
+		Service: svc, Cluster: grant.Cluster, Now: k.now, Margin: cfg.Margin,
+		RetryInterval: cfg.RetryInterval, Logger: cfg.Logger,
 	})
-	if err != nil {
-		return fail(err)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("worker ID %d: %w", grant.WorkerID, k.store.lostErr())
 	}
-	lost := k.inner.Lost() // the channel the first loss closes
-	var ictx context.Context
-	ictx, k.cancel = context.WithCancel(context.Background())
-	k.inner.Start(ictx)
-	k.fence = k.inner.Fence(grant)
-
-	if err := k.awaitFirstRenewal(ctx); err != nil {
-		k.cancel()
-		_ = k.inner.Close(context.Background(), 0) // releases the lease if still held
-		return nil, err
-	}
-	go k.watch(lost)
+	k.fence = k.session.Fence
 	k.c = c
 	if !c.track(k) {
 		_ = k.Close(ctx, 0)
 		return nil, ErrClosed
 	}
 	return k, nil
-}
-
-// awaitFirstRenewal waits until the keeper has published the lease, which it
-// does once its first renewal (sent at once) succeeded.
-func (k *Keeper) awaitFirstRenewal(ctx context.Context) error {
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for {
-		if _, ok := k.inner.Lease(); ok {
-			return nil
-		}
-		select {
-		case <-k.store.ended:
-			return fmt.Errorf("worker ID %d: %w", k.grant.WorkerID, k.store.lostErr())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// watch closes done at the first loss of the lease, or at Close, and then
-// ends the keeper goroutine, which would otherwise look for another lease.
-func (k *Keeper) watch(lost <-chan struct{}) {
-	defer close(k.watched)
-	select {
-	case <-lost:
-	case <-k.store.ended:
-	case <-k.stop:
-	}
-	close(k.done)
-	k.cancel()
 }
 
 // WorkerID returns the leased worker ID.
@@ -213,14 +169,14 @@ func (k *Keeper) Settings(base snowflake.Settings) snowflake.Settings {
 // local deadline passed with no renewal (closed at that deadline, before the
 // lease can lapse on the server), the server refused a renewal, or Close.
 // The fence is already false by then.
-func (k *Keeper) Done() <-chan struct{} { return k.done }
+func (k *Keeper) Done() <-chan struct{} { return k.session.Done() }
 
 // Err returns nil while the lease is kept; after Done, ErrClosed if Close
 // ended it, else ErrLeaseLost wrapping the last renewal's error (such as
 // ErrTokenExpired, or a timeout when the server did not answer).
 func (k *Keeper) Err() error {
 	select {
-	case <-k.done:
+	case <-k.session.Done():
 	default:
 		return nil
 	}
@@ -233,14 +189,12 @@ func (k *Keeper) Err() error {
 // Close stops renewing and releases the lease, reporting lastTimestampMS
 // (the highest timestamp the generator used; 0 if unknown, as the last
 // reservation covers it) as its last_timestamp_ms. A lease already lost is
-// not released. It waits for the Keeper's goroutines and returns the
+// not released. It waits for the session's goroutine and returns the
 // release's error; later calls return the first's result.
 func (k *Keeper) Close(ctx context.Context, lastTimestampMS int64) error {
 	k.closeOnce.Do(func() {
 		k.closing.Store(true)
-		k.closeErr = k.inner.Close(ctx, lastTimestampMS)
-		close(k.stop)
-		<-k.watched
+		k.closeErr = k.session.Close(ctx, lastTimestampMS)
 		if k.c != nil {
 			k.c.untrack(k)
 		}
@@ -249,9 +203,8 @@ func (k *Keeper) Close(ctx context.Context, lastTimestampMS int64) error {
 }
 
 // leaseStore presents the HTTP lease API to workerlease as a Store, for
-// one lease: the first Acquire hands over the lease NewKeeper acquired,
-// and a later one, which the workerlease keeper makes only after losing
-// that lease, marks the end and waits for the Keeper to stop it. Renew asks
+// one lease: the one Acquire a session makes hands over the lease NewKeeper
+// acquired; any other finds no worker ID. Renew asks
 // the server, whose TTL is its own: a renewal that reports a shorter TTL
 // than the fence counts on is treated as failed.
 type leaseStore struct {
@@ -259,15 +212,13 @@ type leaseStore struct {
 	ttl   time.Duration
 	mu    sync.Mutex
 	first *workerlease.Lease
-	ended chan struct{}
-	once  sync.Once
 	last  atomic.Pointer[workerlease.Lease] // as of the last good renewal
 	err   atomic.Pointer[error]             // the last renewal's error
 }
 
 var _ workerlease.Store = (*leaseStore)(nil)
 
-func (s *leaseStore) Acquire(ctx context.Context, _ workerlease.AcquireRequest) (workerlease.Lease, error) {
+func (s *leaseStore) Acquire(context.Context, workerlease.AcquireRequest) (workerlease.Lease, error) {
 	s.mu.Lock()
 	l := s.first
 	s.first = nil
@@ -275,9 +226,7 @@ func (s *leaseStore) Acquire(ctx context.Context, _ workerlease.AcquireRequest) 
 	if l != nil {
 		return *l, nil
 	}
-	s.once.Do(func() { close(s.ended) })
-	<-ctx.Done()
-	return workerlease.Lease{}, ctx.Err()
+	return workerlease.Lease{}, workerlease.ErrNoWorkerID
 }
 
 func (s *leaseStore) Renew(ctx context.Context, cluster string, workerID int64, token string, _ time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {

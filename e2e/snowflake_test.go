@@ -27,12 +27,23 @@ func flakeWorker(id int64) int64 { return id >> flakeSeqBits & (1<<flakeWorkerBi
 // worker ID is free); once C stops gracefully, A takes C's worker ID and
 // continues above C's IDs. No ID may occur twice among A's, B's and C's; the
 // new holder of a worker ID issues only above the previous holder's IDs.
+// It runs once per lease store (lease.driver sql, redis, etcd): the fence,
+// not the store, is what keeps a frozen holder from issuing.
 func TestSnowflakeLeaseTakeover(t *testing.T) {
 	env := setup(t)
+	for _, ls := range leaseStores() {
+		t.Run(ls.name, func(t *testing.T) {
+			lease, cluster := ls.config(t)
+			leaseTakeover(t, env, lease, cluster)
+		})
+	}
+}
+
+func leaseTakeover(t *testing.T, env *suiteEnv, lease map[string]any, cluster string) {
 	dsn := env.db.newDatabase(t)
 	cfg := config(map[string]any{"snowflake": map[string]any{
-		"enabled": true, "cluster": "e2e", "worker_bits": flakeWorkerBits, "lease_ttl": "3s",
-	}})
+		"enabled": true, "cluster": cluster, "worker_bits": flakeWorkerBits, "lease_ttl": "3s",
+	}, "lease": lease})
 
 	a := startInstance(t, env, "a", dsn, cfg, true)
 	wa := waitLease(t, a)

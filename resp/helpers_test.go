@@ -13,6 +13,7 @@ import (
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -64,7 +65,7 @@ func start(tb testing.TB, o options) *instance {
 	}
 	deps := Deps{Segments: alloc}
 	var keeper *workerlease.Keeper
-	var source *workerlease.Source
+	var source *leased.Source
 	if !o.noFlake {
 		keeper, source = startLease(tb, st)
 		deps.Snowflake = source
@@ -107,7 +108,7 @@ func start(tb testing.TB, o options) *instance {
 
 // startLease takes a worker lease with the real keeper and returns it with
 // its source once the lease is held.
-func startLease(tb testing.TB, st *store.SQLite) (*workerlease.Keeper, *workerlease.Source) {
+func startLease(tb testing.TB, st *store.SQLite) (*workerlease.Keeper, *leased.Source) {
 	tb.Helper()
 	svc, err := workerlease.NewService(st, workerlease.Config{Holder: "resp-test"})
 	if err != nil {
@@ -117,7 +118,11 @@ func startLease(tb testing.TB, st *store.SQLite) (*workerlease.Keeper, *workerle
 	if err != nil {
 		tb.Fatal(err)
 	}
-	source, err := workerlease.NewSource(keeper, snowflake.Settings{})
+	layout, err := snowflake.NewLayout(time.Time{}, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	source, err := leased.New(keeper, layout, snowflake.Settings{})
 	if err != nil {
 		tb.Fatal(err)
 	}

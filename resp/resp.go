@@ -69,7 +69,7 @@ type Segments interface {
 	CreateTag(ctx context.Context, t segment.Tag) error
 }
 
-// Snowflakes is what the front end needs of workerlease.Source. Errors:
+// Snowflakes is what the front end needs of leased.Source. Errors:
 // workerlease.ErrNoWorkerID before a lease is held, and the snowflake
 // package's ErrFenced, ErrClockDriftTryLater, ErrClockDriftTooLargeToRecover.
 type Snowflakes interface {

@@ -68,7 +68,7 @@ var kindTable = []struct {
 
 // describe finds the domain error in err: its Kind, as the shared word, and
 // its message. No error the server meets wraps errors of two packages; the
-// order follows the handlers' (workerlease.Source passes snowflake's errors
+// order follows the handlers' (leased.Source passes snowflake's errors
 // on).
 func describe(err error) (kind, msg string, ok bool) {
 	if k, m, ok := segment.Describe(err); ok {

@@ -5,11 +5,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -17,7 +19,7 @@ import (
 // The domain types satisfy the interfaces the server consumes.
 var (
 	_ Segments   = (*segment.Allocator)(nil)
-	_ Snowflakes = (*workerlease.Source)(nil)
+	_ Snowflakes = (*leased.Source)(nil)
 	_ Leases     = (*workerlease.Service)(nil)
 	_ OwnLease   = (*workerlease.Keeper)(nil)
 )
@@ -51,7 +53,11 @@ func newRealRig(t *testing.T) *realRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := workerlease.NewSource(keeper, snowflake.Settings{})
+	layout, err := snowflake.NewLayout(time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := leased.New(keeper, layout, snowflake.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

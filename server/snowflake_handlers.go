@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/snowflake"
 )
 
-// Snowflakes is what the server needs of workerlease.Source. Errors:
+// Snowflakes is what the server needs of leased.Source. Errors:
 // workerlease.ErrNoWorkerID before a lease is held, and the snowflake
 // package's ErrFenced, ErrClockDriftTryLater, ErrClockDriftTooLargeToRecover.
 type Snowflakes interface {
