@@ -1,0 +1,60 @@
+package workerlease_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// A process leases a worker ID, issues IDs fenced by the lease, and gives
+// it back with the last timestamp used. MemoryStore stands in for
+// redislease, etcdlease or store.
+func ExampleNewSession() {
+	ctx := context.Background()
+	layout, err := snowflake.NewLayout(time.Time{}, 10)
+	if err == nil {
+		err = layout.CheckLifetime(time.Now())
+	}
+	if err != nil {
+		panic(err)
+	}
+	svc, err := workerlease.NewService(workerlease.NewMemoryStore(nil), workerlease.Config{
+		Cluster: "orders", MaxWorkerID: layout.MaxWorkerID(), TTL: 30 * time.Second,
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := svc.CheckLayout(ctx, "", layout.Epoch.UnixMilli(), layout.WorkerBits); err != nil {
+		panic(err)
+	}
+	sess, err := workerlease.NewSession(ctx, workerlease.SessionConfig{Service: svc})
+	if err != nil {
+		panic(err)
+	}
+	l := sess.Lease()
+	gen, err := snowflake.New(snowflake.Settings{
+		Layout: layout, WorkerID: l.WorkerID, StartAfterMS: l.LastTimestampMS, Fence: sess.Fence,
+	})
+	if err != nil {
+		panic(err)
+	}
+	id, err := gen.Next()
+	if err != nil {
+		panic(err)
+	}
+	parts, _ := layout.Decompose(id)
+	fmt.Println("worker", parts.WorkerID)
+
+	if err := sess.Close(ctx, gen.LastTimestampMS()); err != nil {
+		panic(err)
+	}
+	<-sess.Done()
+	_, err = gen.Next()
+	fmt.Println(err != nil)
+	// Output:
+	// worker 0
+	// true
+}
