@@ -244,6 +244,10 @@ func (a *Allocator) Stats() []TagStats {
 func (b *buffer) stats() TagStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.statsLocked()
+}
+
+func (b *buffer) statsLocked() TagStats {
 	s := b.cur.Load()
 	st := TagStats{AppTag: b.tag, Format: b.format, Length: b.length, Step: b.step, Buffered: s.left(),
 		Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}

@@ -97,6 +97,8 @@ type buffer struct {
 	// givenBack and wasted count IDs handed back on Close and IDs reserved
 	// but never to be issued (waste.go).
 	givenBack, wasted int64
+	// fetchTook is how long the last successful fetch took (snapshot.go).
+	fetchTook time.Duration
 }
 
 // demandRetry: while requests find nothing buffered and the store fails,
@@ -310,7 +312,7 @@ func (b *buffer) fetchLoop() {
 			// sequential): the rest of the range has no IDs.
 			b.next = newSpan(first, min(f.MaxID, b.limit), f.MaxID)
 			b.highWater = f.MaxID
-			b.step, b.rowStep, b.lastFetch = f.Size, f.Step, ended
+			b.step, b.rowStep, b.lastFetch, b.fetchTook = f.Size, f.Step, ended, ended.Sub(began)
 			b.failing, b.lastErr = false, nil
 		} else {
 			b.failing, b.lastErr = true, err

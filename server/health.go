@@ -12,23 +12,48 @@ var (
 	healthDegraded = []byte(okPrefix + `,"status":"degraded"}`)
 )
 
+// Instance states, as /health and /status name them.
+const (
+	stateOK          = "ok"
+	stateDegraded    = "degraded"
+	stateUnavailable = "unavailable"
+	stateDraining    = "draining"
+)
+
+// health is the instance's state: draining wins over everything; then ok
+// while the background checker reaches the store; degraded while it does
+// not but IDs remain buffered; else unavailable. /health answers it to
+// load balancers and /status shows it, so the two never disagree.
+func (s *Server) health() string {
+	switch {
+	case s.draining.Load():
+		return stateDraining
+	case s.storeOK.Load():
+		return stateOK
+	case s.seg.TotalBuffered() > 0:
+		return stateDegraded
+	}
+	return stateUnavailable
+}
+
 // handleHealth serves GET /health for load balancers and, with app_tag,
 // the IDs buffered for one tag. Draining wins over everything, so a
 // balancer probing either form takes the instance out at once.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) int {
-	if s.draining.Load() {
-		return s.failWith(w, r, segment.ErrClosed, "draining")
+	state := s.health()
+	if state == stateDraining {
+		return s.failWith(w, r, segment.ErrClosed, state)
 	}
 	if _, found, _ := queryParam(r.URL.RawQuery, "app_tag"); found {
 		return s.handleLeft(w, r)
 	}
-	switch {
-	case s.storeOK.Load():
+	switch state {
+	case stateOK:
 		return send(w, http.StatusOK, healthOK)
-	case s.seg.TotalBuffered() > 0:
+	case stateDegraded:
 		return send(w, http.StatusOK, healthDegraded)
 	}
-	return s.failWith(w, r, segment.ErrUnavailable, "unavailable")
+	return s.failWith(w, r, segment.ErrUnavailable, state)
 }
 
 // handleLeft serves GET /health?app_tag=T.

@@ -56,6 +56,9 @@ type Metrics struct {
 	wasted        *prometheus.CounterVec
 
 	driftWaited, driftTryLater, driftTooLarge prometheus.Counter
+	// drift mirrors the three drift counters for the status endpoint,
+	// which reads them per request: an atomic load, not a protobuf Write.
+	drift struct{ waited, tryLater, tooLarge atomic.Int64 }
 
 	http httpMetrics
 
@@ -168,14 +171,19 @@ func (m *Metrics) SnowflakeServed(n int, err error) {
 		m.snowflakeIssued.Add(int64(n))
 	case errors.Is(err, snowflake.ErrClockDriftTryLater):
 		m.driftTryLater.Inc()
+		m.drift.tryLater.Add(1)
 	case errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover):
 		m.driftTooLarge.Inc()
+		m.drift.tooLarge.Add(1)
 	}
 }
 
 // DriftWaited counts a clock drift the snowflake generator waited out; wire
 // it to snowflake.Settings.OnDriftWait.
-func (m *Metrics) DriftWaited(time.Duration) { m.driftWaited.Inc() }
+func (m *Metrics) DriftWaited(time.Duration) {
+	m.driftWaited.Inc()
+	m.drift.waited.Add(1)
+}
 
 // GaveBack implements segment.Observer.
 func (m *Metrics) GaveBack(_ string, n int64) { m.givenBack.Add(float64(n)) }

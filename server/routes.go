@@ -32,6 +32,12 @@ func (s *Server) routes() http.Handler {
 		{http.MethodGet, "/snowflake", s.handleSnowflake},
 		{http.MethodGet, "/snowflake/{id}", s.handleDecompose},
 		{http.MethodGet, "/workerid", s.handleOwnLease},
+		// The monitor page (monitor.go) holds no data, so it loads for
+		// anyone; its data, /status, is guarded like GET /tags.
+		{http.MethodGet, "/", s.handleMonitor(assetPage)},
+		{http.MethodGet, "/monitor.js", s.handleMonitor(assetScript)},
+		{http.MethodGet, "/monitor.css", s.handleMonitor(assetStyle)},
+		{http.MethodGet, "/status", s.adminIfToken(s.handleStatus)},
 		{http.MethodPost, "/workerid", s.admin(s.handleAcquire)},
 		{http.MethodPost, "/workerid/renew", s.admin(s.handleRenew)},
 		{http.MethodPost, "/workerid/release", s.admin(s.handleRelease)},

@@ -1,7 +1,8 @@
 // Package server is idalloc's HTTP API: segment IDs (/alloc), snowflake IDs
 // (/snowflake), worker-ID leases (/workerid), tag administration (/tags),
-// load-balancer health (/health) and Prometheus metrics (/metrics), exactly as
-// the contract in API.md describes them.
+// load-balancer health (/health), Prometheus metrics (/metrics) and a
+// monitor page (/, polling /status), exactly as the contract in API.md
+// describes them.
 //
 // Every response is a JSON envelope {"resp_code":N,"msg":"...",...}. The
 // server is an adapter: it parses its wire format (query parameters, JSON
@@ -68,6 +69,9 @@ type Segments interface {
 	Buffered(tag string) (int64, error)
 	TotalBuffered() int64
 	Stats() []segment.TagStats
+	// AppendSnapshots appends every tag's snapshot to dst, in tag order,
+	// without asking the store: what GET /status shows.
+	AppendSnapshots(dst []segment.TagSnapshot) []segment.TagSnapshot
 	// Tags lists the tags as of the last tag-list reload, without asking the
 	// store; the slice is shared and must not be modified.
 	Tags() []segment.Tag

@@ -1,0 +1,90 @@
+package segment
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// TagSnapshot is TagStats with the shape of the tag's double buffer: what
+// Leaf's /cache page shows, for idalloc's monitor page. Like TagStats it
+// never carries a scrambled tag's key.
+type TagSnapshot struct {
+	TagStats
+	// CurrentLeft and CurrentSize are the current segment's unclaimed IDs
+	// and its size; both 0 before the first fetch. Buffered is
+	// CurrentLeft + Prefetched.
+	CurrentLeft, CurrentSize int64
+	// Prefetched is the size of the segment fetched in the background and
+	// not yet current; 0 when none is ready.
+	Prefetched int64
+	// RowStep is the row's own step (the adaptive step's floor), as of the
+	// last fetch, or before the first as of the last tag-list reload.
+	RowStep int64
+	// MaxID is the store's max_id right after this allocator's last
+	// fetch: the end of the highest range it holds. For a scrambled tag it
+	// counts the sequence, not the IDs. 0 before the first fetch.
+	MaxID int64
+	// LastFetch is when the last successful fetch ended (by Config.Now),
+	// zero before the first; LastFetchTook is how long it took.
+	LastFetch     time.Time
+	LastFetchTook time.Duration
+	// Fetching: a fetch is under way. Failing: the last attempt failed,
+	// the store being unreachable or the tag spent or gone.
+	Fetching, Failing bool
+}
+
+// AppendSnapshots appends a snapshot of every tag this allocator serves to
+// dst and returns the extended slice: sorted by AppTag, then any tag gone
+// from the store since (its buffer still holds reserved IDs). Passing the
+// previous result back in ([:0]) makes it allocation-free. It asks no
+// store. Each tag is read under the lock its fetches take for their
+// bookkeeping, as Stats does; the ID path (Next's claim) never takes it,
+// and the lock is held for a few loads.
+func (a *Allocator) AppendSnapshots(dst []TagSnapshot) []TagSnapshot {
+	// tags before rows: a reload in between leaves rows newer, naming a
+	// tag or two without a buffer here yet, which the next call shows.
+	m := *a.tags.Load()
+	rows := *a.rows.Load()
+	from := len(dst)
+	for i := range rows {
+		if b := m[rows[i].AppTag]; b != nil {
+			s := b.snapshot()
+			if s.RowStep == 0 {
+				s.RowStep = rows[i].Step
+			}
+			dst = append(dst, s)
+		}
+	}
+	if len(dst)-from == len(m) {
+		return dst
+	}
+	for tag, b := range m {
+		if _, listed := slices.BinarySearchFunc(rows, tag, func(r Tag, t string) int { return strings.Compare(r.AppTag, t) }); !listed {
+			dst = append(dst, b.snapshot())
+		}
+	}
+	return dst
+}
+
+func (b *buffer) snapshot() TagSnapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	snap := TagSnapshot{
+		TagStats:      b.statsLocked(),
+		RowStep:       b.rowStep,
+		MaxID:         b.highWater,
+		LastFetch:     b.lastFetch,
+		LastFetchTook: b.fetchTook,
+		Fetching:      b.fetching,
+		Failing:       b.failing,
+	}
+	if b.next != nil {
+		snap.Prefetched = b.next.size()
+	}
+	// From Buffered rather than a second read of the cursor, which
+	// concurrent claims may have moved: the parts add up to the whole.
+	snap.CurrentLeft = snap.Buffered - snap.Prefetched
+	snap.CurrentSize = b.cur.Load().size()
+	return snap
+}

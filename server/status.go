@@ -1,0 +1,170 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// GET /status is the monitor page's data, one answer per refresh for every
+// tag: the instance's state as /health decides it, each tag's double
+// buffer, and the snowflake lease. It is read from memory only (the
+// allocator's snapshots, the health checker's last ping, the lease keeper,
+// the drift counters), so a page left open costs the store nothing, and
+// the server one pass over its tags a second with no allocation per tag
+// (BenchmarkStatus).
+//
+// Every value that counts or names IDs (max_id, issued, buffered, …) is a
+// JSON string of digits: they are int64, and JavaScript's numbers lose
+// precision above 2^53. Small figures (length, worker_id, drift events,
+// seconds) are numbers. Nothing secret is in it: a scrambled tag's key
+// never leaves the store's rows, and the lease's token is left out.
+//
+//	{"resp_code":0,"msg":"success",
+//	 "now":"2026-11-21T10:00:00.123Z",
+//	 "status":"ok|degraded|unavailable|draining", "store_reachable":true, "draining":false,
+//	 "buffered":"199000",
+//	 "snowflake":{"enabled":true,"issued":"12",
+//	   "drift":{"waited":0,"try_later":0,"too_large":0},
+//	   "lease":null | {"held":false} | {"held":true,"cluster":"default","worker_id":3,
+//	     "max_worker_id":1023,"expires_at":"…","seconds_left":19.8}},
+//	 "tags":[{"app_tag":"test_business","format":"sequential","length":0,
+//	   "step":"100000","current_step":"200000",
+//	   "buffered":"299000","current_left":"99000","current_size":"100000","prefetched":"200000",
+//	   "issued":"1000","max_id":"300000","given_back":"0","wasted":"0",
+//	   "last_fetch":"…"|null,"last_fetch_ms":1.25,"fetching":false,"fetch_failing":false}]}
+
+// The pools keep a polled /status from allocating per tag: the snapshots
+// and the body grow once to the instance's tag count and are reused. Unlike
+// bufPool they keep large buffers, which is the point here; an idle pool
+// is emptied by the garbage collector.
+var (
+	snapPool       = sync.Pool{New: func() any { return new([]segment.TagSnapshot) }}
+	statusBodyPool = sync.Pool{New: func() any { return new([]byte) }}
+)
+
+// handleStatus serves GET /status (guarded like GET /tags).
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) int {
+	sp := snapPool.Get().(*[]segment.TagSnapshot)
+	snaps := s.seg.AppendSnapshots((*sp)[:0])
+	bp := statusBodyPool.Get().(*[]byte)
+	body := s.appendStatus((*bp)[:0], time.Now(), snaps)
+	send(w, http.StatusOK, body)
+	clear(snaps) // drop the tag names, so the pool pins no old strings
+	*sp, *bp = snaps[:0], body[:0]
+	snapPool.Put(sp)
+	statusBodyPool.Put(bp)
+	return http.StatusOK
+}
+
+// appendStatus appends the body of GET /status to b.
+func (s *Server) appendStatus(b []byte, now time.Time, snaps []segment.TagSnapshot) []byte {
+	b = append(b, okPrefix+`,"now":`...)
+	b = appendTime(b, now)
+	b = append(b, `,"status":`...)
+	b = appendString(b, s.health())
+	b = append(b, `,"store_reachable":`...)
+	b = strconv.AppendBool(b, s.storeOK.Load())
+	b = append(b, `,"draining":`...)
+	b = strconv.AppendBool(b, s.draining.Load())
+	var total int64
+	for i := range snaps {
+		total += snaps[i].Buffered
+	}
+	b = appendIntField(b, "buffered", total)
+	b = s.appendSnowflake(append(b, `,"snowflake":`...), now)
+	b = append(b, `,"tags":[`...)
+	for i := range snaps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendTagStatus(b, &snaps[i])
+	}
+	return append(b, "]}"...)
+}
+
+// appendTagStatus appends one tag's object.
+func appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
+	b = append(b, `{"app_tag":`...)
+	b = appendString(b, t.AppTag)
+	b = append(b, `,"format":`...)
+	b = appendString(b, string(t.Format))
+	b = append(b, `,"length":`...)
+	b = strconv.AppendInt(b, int64(t.Length), 10)
+	b = appendIntField(b, "step", t.RowStep)
+	b = appendIntField(b, "current_step", t.Step)
+	b = appendIntField(b, "buffered", t.Buffered)
+	b = appendIntField(b, "current_left", t.CurrentLeft)
+	b = appendIntField(b, "current_size", t.CurrentSize)
+	b = appendIntField(b, "prefetched", t.Prefetched)
+	b = appendIntField(b, "issued", t.Issued)
+	b = appendIntField(b, "max_id", t.MaxID)
+	b = appendIntField(b, "given_back", t.GivenBack)
+	b = appendIntField(b, "wasted", t.Wasted)
+	b = append(b, `,"last_fetch":`...)
+	if t.LastFetch.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = appendTime(b, t.LastFetch)
+	}
+	b = append(b, `,"last_fetch_ms":`...)
+	b = strconv.AppendFloat(b, float64(t.LastFetchTook)/float64(time.Millisecond), 'f', 3, 64)
+	b = append(b, `,"fetching":`...)
+	b = strconv.AppendBool(b, t.Fetching)
+	b = append(b, `,"fetch_failing":`...)
+	b = strconv.AppendBool(b, t.Failing)
+	return append(b, '}')
+}
+
+// appendSnowflake appends the snowflake object: issued IDs and drift
+// events as the metrics count them, and this instance's own lease without
+// its token.
+func (s *Server) appendSnowflake(b []byte, now time.Time) []byte {
+	b = append(b, `{"enabled":`...)
+	b = strconv.AppendBool(b, s.flake != nil)
+	b = appendIntField(b, "issued", s.metrics.snowflakeIssued.Load())
+	b = append(b, `,"drift":{"waited":`...)
+	b = strconv.AppendInt(b, s.metrics.drift.waited.Load(), 10)
+	b = append(b, `,"try_later":`...)
+	b = strconv.AppendInt(b, s.metrics.drift.tryLater.Load(), 10)
+	b = append(b, `,"too_large":`...)
+	b = strconv.AppendInt(b, s.metrics.drift.tooLarge.Load(), 10)
+	b = append(b, `},"lease":`...)
+	if s.own == nil {
+		return append(b, "null}"...)
+	}
+	l, held := s.own.Lease()
+	if !held {
+		return append(b, `{"held":false}}`...)
+	}
+	b = append(b, `{"held":true,"cluster":`...)
+	b = appendString(b, l.Cluster)
+	b = append(b, `,"worker_id":`...)
+	b = strconv.AppendInt(b, l.WorkerID, 10)
+	b = append(b, `,"max_worker_id":`...)
+	b = strconv.AppendInt(b, s.leases.MaxWorkerID(), 10) // New requires Leases with OwnLease
+	b = append(b, `,"expires_at":`...)
+	b = appendTime(b, l.ExpiresAt)
+	b = append(b, `,"seconds_left":`...)
+	b = strconv.AppendFloat(b, s.own.SecondsLeft(now), 'f', 1, 64)
+	return append(b, "}}"...)
+}
+
+// appendIntField appends `,"name":"v"`: an int64 as a string (see above).
+func appendIntField(b []byte, name string, v int64) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":"`...)
+	b = strconv.AppendInt(b, v, 10)
+	return append(b, '"')
+}
+
+// appendTime appends t as a JSON string in the contract's time format.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, timeLayout)
+	return append(b, '"')
+}

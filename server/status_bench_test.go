@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
+)
+
+// BenchmarkStatus is GET /status, which an open monitor page asks once a
+// second, at 1 and 1,000 tags on the real allocator (each tag with a
+// segment in memory). Compare with BenchmarkAlloc, the cost of one ID
+// request: a page left open costs the server about this much per second.
+func BenchmarkStatus(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("tags=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			st, err := store.OpenSQLite(ctx, filepath.Join(fastTempDir(b), "status.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			// The seeded test_business is one of the n tags.
+			for i := 1; i < n; i++ {
+				if err := st.CreateTag(ctx, segment.Tag{AppTag: fmt.Sprintf("tag-%04d", i), Step: 1000}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			alloc, err := segment.New(ctx, st, segment.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = alloc.Close(ctx) })
+			for _, t := range alloc.Tags() {
+				if _, err := alloc.Next(ctx, t.AppTag); err != nil {
+					b.Fatal(err)
+				}
+			}
+			srv, err := New(Config{}, Deps{Segments: alloc, Store: st})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = srv.Close() })
+			serveTarget(b, srv.Handler(), "/status")
+		})
+	}
+}
