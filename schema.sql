@@ -20,6 +20,10 @@
 -- -init-schema adds them (ALTER TABLE segments ADD COLUMN ...), and until
 -- then creating a fixed_length or scrambled tag fails naming that ALTER.
 --
+-- start is a tag's first ID as created (POST /tags, HSET), shown by INFO.
+-- NULL on rows made before the column, whose first ID nothing records:
+-- their start is unknown. -init-schema adds it like the format columns.
+--
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
 
@@ -32,11 +36,12 @@ CREATE TABLE IF NOT EXISTS segments (
   format      VARCHAR(16)  NOT NULL DEFAULT 'sequential',
   length      INT          NOT NULL DEFAULT 0,
   format_key  VARBINARY(32) NULL,
+  start       BIGINT       NULL,
   PRIMARY KEY (app_tag)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-INSERT IGNORE INTO segments (app_tag, max_id, step, description)
-VALUES ('test_business', 0, 100000, 'test_business');
+INSERT IGNORE INTO segments (app_tag, max_id, step, description, start)
+VALUES ('test_business', 0, 100000, 'test_business', 1);
 
 -- One row per worker ID ever leased in a cluster. token '' marks a released
 -- ID; expires_at is UTC by the database's clock (idalloc sets the session

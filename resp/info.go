@@ -109,9 +109,9 @@ func (s *Server) serverSections() []section {
 // this instance's figures since it started, the numbers /metrics and GET
 // /tags show:
 //
-//	name, format, length, start, step    the tag as created (start only
-//	                                     when this instance created it:
-//	                                     the store keeps no start)
+//	name, format, length, start, step    the tag as created (start empty
+//	                                     for a row made before the store
+//	                                     recorded starts: it is unknown)
 //	current_step                         the adaptive step now
 //	buffered                             IDs in memory, current + next segment
 //	issued, given_back, wasted           IDs handed out, returned to the

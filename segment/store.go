@@ -23,14 +23,16 @@ type Store interface {
 	// a graceful stop when no other instance advanced the row meanwhile.
 	GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bool, error)
 
-	// Tags lists every row, with its Format, Length and (scrambled)
-	// FormatKey; a row from before number formats is sequential.
+	// Tags lists every row, with its Format, Length, (scrambled)
+	// FormatKey and Start; a row from before number formats is
+	// sequential, and one whose start the store does not know has Start 0.
 	Tags(ctx context.Context) ([]Tag, error)
 
-	// CreateTag inserts a row with max_id = Start-1 and t's Format, Length
-	// and FormatKey. ErrTagExists when the row is there already;
-	// ErrFormatUnsupported (in words that say how to upgrade the store)
-	// when it cannot keep a fixed_length or scrambled tag.
+	// CreateTag inserts a row with max_id = Start-1, start = Start and
+	// t's Format, Length and FormatKey. ErrTagExists when the row is
+	// there already; ErrFormatUnsupported (in words that say how to
+	// upgrade the store) when it cannot keep a fixed_length or scrambled
+	// tag.
 	CreateTag(ctx context.Context, t Tag) error
 
 	// Ping reports whether the store answers.
@@ -50,10 +52,17 @@ const MaxDescription = 256
 
 // Tag is one row of the segments table.
 type Tag struct {
-	AppTag      string
-	MaxID       int64
-	Step        int64
-	Start       int64 // only for CreateTag: the first ID (default 1)
+	AppTag string
+	MaxID  int64
+	Step   int64
+
+	// Start is the tag's first ID: given to CreateTag (0 means the
+	// format's first, see CheckNewTag) and read back by Tags as it was
+	// stored; 0 from Tags means unknown (a row made before the store
+	// recorded starts). For a scrambled tag it is 1, the first number of
+	// the sequence the permutation maps.
+	Start int64
+
 	Description string
 	UpdateTime  time.Time
 

@@ -96,11 +96,13 @@ func checkNewTag(t Tag, maxStep int64, errStep *Error) (Tag, error) {
 // Tags returns the store's rows as of the last tag-list reload (every
 // Config.TagRefresh, and on a miss), sorted by AppTag, plus the tags created
 // through this allocator since, with MaxID Start-1 and this instance's time
-// of creation. It never queries the store, so listing tags costs the store
-// nothing however often it is asked. Format is never empty (a row from
-// before formats is sequential), and FormatKey is always nil: a scrambled
-// tag's key stays in the store and this allocator's permutation, so no
-// front end can show it. The slice is shared: do not modify it.
+// of creation. Start is the tag's first ID as stored, whichever instance
+// created it; 0 when the store does not know it. It never queries the
+// store, so listing tags costs the store nothing however often it is
+// asked. Format is never empty (a row from before formats is sequential),
+// and FormatKey is always nil: a scrambled tag's key stays in the store and
+// this allocator's permutation, so no front end can show it. The slice is
+// shared: do not modify it.
 func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 
 // CreateTag adds a tag to the store and serves it at once, in its format.

@@ -45,9 +45,9 @@ const (
 )
 
 var mysqlDialect = dialect{
-	expand:             mysqlExpand("NOW(3)"),
-	formatColumnsQuery: mysqlFormatColumnsQuery,
-	isDuplicate:        func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
+	expand:            mysqlExpand("NOW(3)"),
+	addedColumnsQuery: mysqlAddedColumnsQuery,
+	isDuplicate:       func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
 	isLostRace: func(err error) bool {
 		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock) ||
 			mysqlErrorIs(err, erLockWaitTimeout)
@@ -74,16 +74,17 @@ func mysqlErrorIs(err error, number uint16) bool {
 type MySQLOptions struct {
 	// InitSchema applies schema.sql (creating missing tables and the
 	// test_business row), turns any TIMESTAMP column of idalloc's tables
-	// into DATETIME(3), and adds the number-format columns (format, length,
-	// format_key) to a segments table made before them, before OpenMySQL
-	// returns. Without it the tables must exist with DATETIME columns: a
-	// table with a TIMESTAMP column (from an older schema.sql) is refused
-	// with ErrOutdatedSchema, naming the ALTER TABLE that fixes it. A
-	// segments table without the format columns is used as it is, every
-	// row sequential; creating a fixed_length or scrambled tag on it fails
-	// with segment.ErrFormatUnsupported, naming the ALTER TABLE that adds
-	// them. A table made by another ID service (Leaf's
-	// leaf_alloc) is not used: idalloc migrate carries its rows over.
+	// into DATETIME(3), and adds the columns added since the seed (format,
+	// length, format_key, start) to a segments table made before them,
+	// before OpenMySQL returns. Without it the tables must exist with
+	// DATETIME columns: a table with a TIMESTAMP column (from an older
+	// schema.sql) is refused with ErrOutdatedSchema, naming the ALTER
+	// TABLE that fixes it. A segments table without the added columns is
+	// used as it is, every row sequential with an unknown start (Tag.Start
+	// 0); creating a fixed_length or scrambled tag on it fails with
+	// segment.ErrFormatUnsupported, naming the ALTER TABLE that adds them.
+	// A table made by another ID service (Leaf's leaf_alloc) is not used:
+	// idalloc migrate carries its rows over.
 	InitSchema bool
 }
 
@@ -114,17 +115,18 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 	err = m.Ping(ctx)
 	switch {
 	case err == nil && opts.InitSchema:
-		if err = applySchema(ctx, x, schemaMySQL); err == nil {
-			err = m.upgradeDatetime(ctx)
+		// Columns first: schema.sql's seeded row names them all.
+		if err = m.upgradeColumns(ctx); err == nil {
+			err = applySchema(ctx, x, schemaMySQL)
 		}
 		if err == nil {
-			err = m.upgradeFormats(ctx)
+			err = m.upgradeDatetime(ctx)
 		}
 	case err == nil:
 		err = m.checkDatetime(ctx)
 	}
 	if err == nil {
-		_, err = m.missingFormats(ctx)
+		_, err = m.missingColumns(ctx)
 	}
 	if err != nil {
 		_ = x.Close() // the open error is the one to report

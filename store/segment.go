@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -79,42 +80,44 @@ func (d *db) GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bo
 	return ok, nil
 }
 
-// tagRow is one segments row as scanned. A query without the format
-// columns (a table from before them, Leaf's) leaves them zero: sequential.
+// tagRow is one segments row as scanned. A query without the added
+// columns (a table from before them, Leaf's) leaves them zero: sequential,
+// start unknown.
 type tagRow struct {
-	AppTag      string `db:"app_tag"`
-	MaxID       int64  `db:"max_id"`
-	Step        int64  `db:"step"`
-	Description string `db:"description"`
-	UpdateTime  dbTime `db:"update_time"`
-	Format      string `db:"format"`
-	Length      int    `db:"length"`
-	FormatKey   []byte `db:"format_key"`
+	AppTag      string        `db:"app_tag"`
+	MaxID       int64         `db:"max_id"`
+	Step        int64         `db:"step"`
+	Description string        `db:"description"`
+	UpdateTime  dbTime        `db:"update_time"`
+	Format      string        `db:"format"`
+	Length      int           `db:"length"`
+	FormatKey   []byte        `db:"format_key"`
+	Start       sql.NullInt64 `db:"start"`
 }
 
-// tagsQuery lists the segments table. COALESCE: a seed-style table may
-// allow NULL descriptions.
-const tagsQuery = `SELECT app_tag, max_id, step,
-	COALESCE(description, '') AS description, update_time, format, length, format_key
-	FROM segments ORDER BY app_tag`
-
-// tagsQueryBeforeFormats is tagsQuery for a segments table without the
-// format columns.
-const tagsQueryBeforeFormats = `SELECT app_tag, max_id, step,
-	COALESCE(description, '') AS description, update_time FROM segments ORDER BY app_tag`
+// tagsQuery lists the segments table, with the added columns it has.
+// COALESCE: a seed-style table may allow NULL descriptions.
+func tagsQuery(cols segmentColumns) string {
+	q := `SELECT app_tag, max_id, step, COALESCE(description, '') AS description, update_time`
+	if cols.formats {
+		q += `, format, length, format_key`
+	}
+	if cols.start {
+		q += `, start`
+	}
+	return q + ` FROM segments ORDER BY app_tag`
+}
 
 // Tags lists every row, ordered by app_tag (byte order on both drivers),
-// with its format and a scrambled tag's key; a table without the format
-// columns lists every row as sequential.
+// with its format, a scrambled tag's key and its start; a table without
+// the format columns lists every row as sequential, and a row without a
+// start (made before the column) has Start 0.
 func (d *db) Tags(ctx context.Context) ([]segment.Tag, error) {
-	missing, err := d.missingFormats(ctx)
+	missing, err := d.missingColumns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list tags: %w", err)
 	}
-	if len(missing) > 0 {
-		return d.selectTags(ctx, tagsQueryBeforeFormats)
-	}
-	return d.selectTags(ctx, tagsQuery)
+	return d.selectTags(ctx, tagsQuery(columnsOf(missing)))
 }
 
 // selectTags runs query, which selects the columns of tagRow.
@@ -130,6 +133,7 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 			AppTag:      r.AppTag,
 			MaxID:       r.MaxID,
 			Step:        r.Step,
+			Start:       r.Start.Int64,
 			Description: r.Description,
 			UpdateTime:  r.UpdateTime.Time,
 			Format:      segment.Format(r.Format),
@@ -144,17 +148,19 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 }
 
 // CreateTag inserts a row whose first fetched number is t.Start (0 means
-// 1), with t's format, length and key (Format "" is sequential). It
-// refuses, with the segment package's errors and words, what no row may
-// hold: segment.ErrInvalidTag, segment.ErrInvalidStep (a step below 1),
-// segment.ErrInvalidStart (a start below 1), segment.ErrInvalidDescription
-// (longer than the column), what segment.CheckFormat refuses (a format,
-// length or key the allocator cannot serve); segment.ErrTagExists; and
-// segment.ErrFormatUnsupported for a fixed_length or scrambled tag on a
-// MySQL table without the format columns, naming the ALTER TABLE that adds
-// them. The allocator's limits (segment.CheckNewTag: the step cap, starts
-// up to segment.MaxUsableID or within the format's digits) are the
-// caller's: a migration or a test may create rows beyond them.
+// 1), recorded as its start, with t's format, length and key (Format ""
+// is sequential). It refuses, with the segment package's errors and
+// words, what no row may hold: segment.ErrInvalidTag,
+// segment.ErrInvalidStep (a step below 1), segment.ErrInvalidStart (a
+// start below 1), segment.ErrInvalidDescription (longer than the column),
+// what segment.CheckFormat refuses (a format, length or key the allocator
+// cannot serve); segment.ErrTagExists; and segment.ErrFormatUnsupported
+// for a fixed_length or scrambled tag on a MySQL table without the format
+// columns, naming the ALTER TABLE that adds them. On a table without the
+// start column the row's start is left unknown. The allocator's limits
+// (segment.CheckNewTag: the step cap, starts up to segment.MaxUsableID or
+// within the format's digits) are the caller's: a migration or a test may
+// create rows beyond them.
 func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	start := t.Start
 	if start == 0 {
@@ -176,26 +182,14 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	if refused != nil {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, refused)
 	}
-	missing, err := d.missingFormats(ctx)
+	missing, err := d.missingColumns(ctx)
+	cols := columnsOf(missing)
 	switch {
 	case err != nil:
-	case len(missing) == 0:
-		format := t.Format
-		if format == "" {
-			format = segment.FormatSequential
-		}
-		var key any // NULL unless scrambled
-		if len(t.FormatKey) > 0 {
-			key = t.FormatKey
-		}
-		_, err = d.x.ExecContext(ctx, d.q(`INSERT INTO segments
-			(app_tag, max_id, step, description, update_time, format, length, format_key)
-			VALUES (?, ?, ?, ?, {now}, ?, ?, ?)`), t.AppTag, start-1, t.Step, t.Description, string(format), t.Length, key)
-	case t.Format != "" && t.Format != segment.FormatSequential:
+	case !cols.formats && t.Format != "" && t.Format != segment.FormatSequential:
 		err = formatsUnsupported(missing)
 	default:
-		_, err = d.x.ExecContext(ctx, d.q(`INSERT INTO segments (app_tag, max_id, step, description, update_time)
-			VALUES (?, ?, ?, ?, {now})`), t.AppTag, start-1, t.Step, t.Description)
+		_, err = d.x.ExecContext(ctx, d.q(insertTag(cols)), insertArgs(t, start, cols)...)
 	}
 	if d.dialect.isDuplicate(err) {
 		err = segment.ErrTagExists
@@ -204,4 +198,32 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, err)
 	}
 	return nil
+}
+
+// insertTag is CreateTag's INSERT into a segments table with cols.
+func insertTag(cols segmentColumns) string {
+	names, values := `app_tag, max_id, step, description, update_time`, `?, ?, ?, ?, {now}`
+	if cols.formats {
+		names, values = names+`, format, length, format_key`, values+`, ?, ?, ?`
+	}
+	if cols.start {
+		names, values = names+`, start`, values+`, ?`
+	}
+	return `INSERT INTO segments (` + names + `) VALUES (` + values + `)`
+}
+
+// insertArgs are insertTag's arguments for t, whose first ID is start.
+func insertArgs(t segment.Tag, start int64, cols segmentColumns) []any {
+	args := []any{t.AppTag, start - 1, t.Step, t.Description}
+	if cols.formats {
+		var key any // NULL unless scrambled
+		if len(t.FormatKey) > 0 {
+			key = t.FormatKey
+		}
+		args = append(args, string(cmp.Or(t.Format, segment.FormatSequential)), t.Length, key)
+	}
+	if cols.start {
+		args = append(args, start)
+	}
+	return args
 }

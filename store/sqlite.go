@@ -18,7 +18,8 @@ import (
 // julianday keeps milliseconds internally; ROUND undoes the float's error.
 const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)"
 
-// sqliteSchema is schema.sql in SQLite's dialect, times as Unix milliseconds.
+// sqliteSchema is schema.sql's tables in SQLite's dialect (its seeded row is
+// sqliteSeed), times as Unix milliseconds.
 // STRICT makes SQLite refuse mistyped values as MySQL does. Its default
 // BINARY collation already compares keys and tokens byte for byte.
 const sqliteSchema = `
@@ -30,11 +31,9 @@ CREATE TABLE IF NOT EXISTS segments (
   update_time INTEGER NOT NULL DEFAULT 0,
   format      TEXT    NOT NULL DEFAULT 'sequential',
   length      INTEGER NOT NULL DEFAULT 0,
-  format_key  BLOB
+  format_key  BLOB,
+  start       INTEGER
 ) STRICT;
-
-INSERT OR IGNORE INTO segments (app_tag, max_id, step, description, update_time)
-VALUES ('test_business', 0, 100000, 'test_business', {now});
 
 CREATE TABLE IF NOT EXISTS worker_leases (
   cluster           TEXT    NOT NULL,
@@ -53,12 +52,17 @@ CREATE TABLE IF NOT EXISTS worker_layouts (
 ) STRICT;
 `
 
+// sqliteSeed is schema.sql's seeded row. It runs after addSQLiteColumns,
+// since it names columns that a file from before them lacks.
+const sqliteSeed = `INSERT OR IGNORE INTO segments (app_tag, max_id, step, description, update_time, start)
+VALUES ('test_business', 0, 100000, 'test_business', {now}, 1)`
+
 var sqliteDialect = dialect{
-	expand:             sqliteExpand(sqliteNow),
-	formatColumnsQuery: sqliteFormatColumnsQuery,
-	isDuplicate:        isSQLiteDuplicate,
-	isLostRace:         isSQLiteDuplicate,
-	oneWriter:          true,
+	expand:            sqliteExpand(sqliteNow),
+	addedColumnsQuery: sqliteAddedColumnsQuery,
+	isDuplicate:       isSQLiteDuplicate,
+	isLostRace:        isSQLiteDuplicate,
+	oneWriter:         true,
 }
 
 // sqliteExpand is the SQLite placeholder expansion with now as the clock;
@@ -85,11 +89,11 @@ func isSQLiteDuplicate(err error) bool {
 type SQLite struct{ db }
 
 // OpenSQLite opens or creates the SQLite database file at path, creating the
-// tables and the test_business row when missing, and adding the
-// number-format columns to a segments table made before them. Within a handle, calls run
-// one at a time on a single connection: SQLite has one writer anyway, and
-// this keeps a handle from waiting on its own lock. Across handles and
-// processes, writers wait for each other up to 5s (busy_timeout) and readers
+// tables and the test_business row when missing, and adding the columns
+// added since (formats, start) to a segments table made before them.
+// Within a handle, calls run one at a time on a single connection: SQLite
+// has one writer anyway, and this keeps a handle from waiting on its own
+// lock. Across handles and processes, writers wait for each other up to 5s (busy_timeout) and readers
 // never block (WAL). Every write is synced to disk before it returns, so a
 // fetched range survives a power cut. Errors: the file cannot be opened or
 // created, or is not a database.
@@ -117,12 +121,15 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		if err := applySchema(ctx, tx, s.q(sqliteSchema)); err != nil {
 			return err
 		}
-		return addSQLiteFormats(ctx, tx)
+		if err := addSQLiteColumns(ctx, tx); err != nil {
+			return err
+		}
+		return applySchema(ctx, tx, s.q(sqliteSeed))
 	})
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s.formats.Store(true)
+	s.complete.Store(true)
 	return s, nil
 }

@@ -50,9 +50,9 @@ type dialect struct {
 	// so the caller may look again (a duplicate key, a deadlock victim, a
 	// certification failure on a multi-primary cluster).
 	isLostRace func(error) bool
-	// formatColumnsQuery lists which of segments' number-format columns
-	// exist (schema_formats.go).
-	formatColumnsQuery string
+	// addedColumnsQuery lists which of the columns added to segments since
+	// the seed's exist (schema_columns.go).
+	addedColumnsQuery string
 	// oneWriter: the database runs one write transaction at a time (SQLite).
 	// Acquire then looks and claims in one transaction, which costs no
 	// concurrency there and means no caller ever loses a race. On MySQL the
@@ -66,9 +66,9 @@ type db struct {
 	x          *sqlx.DB
 	dialect    dialect
 	onConflict atomic.Pointer[func(op string)] // see ObserveConflicts
-	// formats: segments has the number-format columns (once true, for
-	// good; see missingFormats).
-	formats atomic.Bool
+	// complete: segments has every added column (once true, for good;
+	// see missingColumns).
+	complete atomic.Bool
 }
 
 // q expands a statement template for the dialect.

@@ -13,6 +13,7 @@ func formatCases() []testCase {
 		{"formats/create keeps format, length and key, Tags returns them", testFormatsRoundTrip},
 		{"formats/fetch and give back count the sequence of every format", testFormatsFetch},
 		{"formats/rows no allocator can serve are refused and change nothing", testFormatsInvalid},
+		{"start/create records the first ID of every format, kept through fetches and give-backs", testStartRoundTrip},
 	}
 }
 
@@ -133,4 +134,41 @@ func testFormatsInvalid(t *testing.T, db DB) {
 	if tags := tagsByName(t, st); len(tags) != 1 {
 		t.Errorf("after refused creates Tags = %+v, want only %s", tags, seeded)
 	}
+}
+
+func testStartRoundTrip(t *testing.T, db DB) {
+	st := db.Open(t)
+	created := []segment.Tag{
+		{AppTag: "plain", Step: 10},
+		{AppTag: "seq", Step: 10, Start: 500},
+		{AppTag: "big", Step: 10, Start: segment.MaxUsableID},
+		{AppTag: "fixed", Step: 10, Start: 12_345_678, Format: segment.FormatFixedLength, Length: 8},
+		{AppTag: "scr", Step: 10, Start: 1, Format: segment.FormatScrambled, Length: 8, FormatKey: testKey(32)},
+	}
+	for _, tg := range created {
+		mustCreate(t, st, tg)
+	}
+	// The seeded row has start 1, and a start 0 is stored as the 1 it means.
+	want := map[string]int64{seeded: 1, "plain": 1, "seq": 500, "big": segment.MaxUsableID, "fixed": 12_345_678, "scr": 1}
+	check := func(when string, h Store) {
+		t.Helper()
+		got := tagsByName(t, h)
+		for name, w := range want {
+			if g := got[name]; g.Start != w {
+				t.Errorf("%s: Tags[%q].Start = %d, want %d", when, name, g.Start, w)
+			}
+		}
+	}
+	check("after create", st)
+
+	// start is the tag's first ID, not where the row is now.
+	if f := mustFetch(t, st, "seq", 0); f.MaxID != 509 {
+		t.Fatalf("Fetch(seq) = %+v, want (499, 509]", f)
+	}
+	mustFetch(t, st, "plain", 0)
+	if ok, err := st.GiveBack(t.Context(), "plain", 10, 4); err != nil || !ok {
+		t.Fatalf("GiveBack(plain, 10, 4) = %v, %v; want true", ok, err)
+	}
+	check("after fetches and a give-back", st)
+	check("from a second handle", db.Open(t))
 }

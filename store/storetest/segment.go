@@ -305,9 +305,9 @@ func testTags(t *testing.T, db DB) {
 		t.Fatalf("Tags: %v", err)
 	}
 	want := []segment.Tag{
-		{AppTag: "A:users", MaxID: 0, Step: 30, Format: segment.FormatSequential},
-		{AppTag: "b.orders", MaxID: 30, Step: 20, Description: "B orders", Format: segment.FormatSequential},
-		{AppTag: seeded, MaxID: 0, Step: 100000, Description: seeded, Format: segment.FormatSequential},
+		{AppTag: "A:users", MaxID: 0, Step: 30, Start: 1, Format: segment.FormatSequential},
+		{AppTag: "b.orders", MaxID: 30, Step: 20, Start: 11, Description: "B orders", Format: segment.FormatSequential},
+		{AppTag: seeded, MaxID: 0, Step: 100000, Start: 1, Description: seeded, Format: segment.FormatSequential},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Tags = %+v, want %+v", got, want)

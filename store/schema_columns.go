@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// The columns segments gained after the seed's (API.md §3, §7): the number
+// formats (a tag's format, its digit count, a scrambled tag's secret key)
+// and start, a tag's first ID as created. A segments table made before
+// them lacks some or all; its rows are sequential tags, and stay so, and
+// their start is unknown (NULL: nothing left in a used row says what its
+// first ID was).
+//
+// A MySQL table without them is not refused at start, unlike TIMESTAMP
+// columns (schema_check.go): those break every fetch in 2038, while
+// missing columns take nothing away from the tags there are. So a fleet
+// can roll the new version out before anyone touches the schema; only
+// creating a fixed_length or scrambled tag fails while the format columns
+// are missing, with segment.ErrFormatUnsupported naming the ALTER TABLE
+// that adds them (which -init-schema runs), and tags created while start
+// is missing have an unknown start. The store looks for the columns again
+// at each tag list and create until it finds them all, so instances
+// started before the ALTER read the formats from their next tag-list
+// reload on; a row can only be non-sequential once the columns exist, so
+// no instance ever serves one in the wrong format (but a binary from
+// before formats would: create fixed_length or scrambled tags only once
+// every instance runs this one).
+
+// addedColumn is one column added to segments, and its definition per
+// driver.
+type addedColumn struct {
+	name          string
+	mysql, sqlite string
+}
+
+// addedColumns in the order schema.sql has them: an ALTER adds them at the
+// end of the table in this order, so an upgraded table matches a new one.
+var addedColumns = []addedColumn{
+	{"format", "VARCHAR(16) NOT NULL DEFAULT 'sequential'", "TEXT NOT NULL DEFAULT 'sequential'"},
+	{"length", "INT NOT NULL DEFAULT 0", "INTEGER NOT NULL DEFAULT 0"},
+	{"format_key", "VARBINARY(32) NULL", "BLOB"},
+	// NULL, not a default: a row from before the column has no known start.
+	{"start", "BIGINT NULL", "INTEGER"},
+}
+
+// Column lists of segments, per dialect: the names present among
+// addedColumns.
+const (
+	mysqlAddedColumnsQuery = `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'segments'
+			AND LOWER(COLUMN_NAME) IN ('format', 'length', 'format_key', 'start')`
+	sqliteAddedColumnsQuery = `SELECT LOWER(name) FROM pragma_table_info('segments')
+		WHERE LOWER(name) IN ('format', 'length', 'format_key', 'start')`
+)
+
+// missingColumns lists the added columns segments lacks.
+func missingColumns(ctx context.Context, q sqlx.QueryerContext, query string) ([]addedColumn, error) {
+	var have []string
+	if err := sqlx.SelectContext(ctx, q, &have, query); err != nil {
+		return nil, fmt.Errorf("check the columns of segments: %w", err)
+	}
+	var missing []addedColumn
+	for _, c := range addedColumns {
+		if !slices.Contains(have, c.name) {
+			missing = append(missing, c)
+		}
+	}
+	return missing, nil
+}
+
+// segmentColumns says which added columns a segments table has.
+type segmentColumns struct {
+	formats bool // format, length and format_key
+	start   bool
+}
+
+func columnsOf(missing []addedColumn) segmentColumns {
+	has := func(name string) bool {
+		return !slices.ContainsFunc(missing, func(c addedColumn) bool { return c.name == name })
+	}
+	return segmentColumns{formats: has("format") && has("length") && has("format_key"), start: has("start")}
+}
+
+// mysqlAddColumns is the one ALTER TABLE that adds cols to a MySQL
+// segments table. On InnoDB (MySQL 8.0, MariaDB 10.3 and later) adding
+// columns at the end with a constant default is instant: no table copy.
+func mysqlAddColumns(cols []addedColumn) string {
+	adds := make([]string, len(cols))
+	for i, c := range cols {
+		adds[i] = "ADD COLUMN " + quoteIdent(c.name) + " " + c.mysql
+	}
+	return "ALTER TABLE `segments` " + strings.Join(adds, ", ")
+}
+
+// missingColumns lists the added columns segments lacks, looking again
+// until it has found them all once (columns are never dropped); none when
+// the table has them.
+func (d *db) missingColumns(ctx context.Context) ([]addedColumn, error) {
+	if d.complete.Load() {
+		return nil, nil
+	}
+	missing, err := missingColumns(ctx, d.x, d.dialect.addedColumnsQuery)
+	if err == nil && len(missing) == 0 {
+		d.complete.Store(true)
+	}
+	return missing, err
+}
+
+// formatsUnsupported is CreateTag's refusal of a fixed_length or scrambled
+// tag on a MySQL segments table that lacks the format columns; the ALTER
+// it names adds every missing column.
+func formatsUnsupported(missing []addedColumn) error {
+	return segment.FormatUnsupported("its segments table predates number formats; start idalloc once with " +
+		"-init-schema, or run: " + mysqlAddColumns(missing) + ";")
+}
+
+// upgradeColumns adds the missing columns to a MySQL segments table, if
+// there is one. Instances running -init-schema at once may race to add
+// them; a failed ALTER is an error only if columns are still missing
+// after it.
+func (m *MySQL) upgradeColumns(ctx context.Context) error {
+	var tables int
+	err := m.x.GetContext(ctx, &tables, `SELECT COUNT(*) FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'segments'`)
+	if err != nil || tables == 0 {
+		return err
+	}
+	missing, err := missingColumns(ctx, m.x, mysqlAddedColumnsQuery)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	stmt := mysqlAddColumns(missing)
+	if _, err := m.x.ExecContext(ctx, stmt); err != nil {
+		if still, checkErr := m.missingColumns(ctx); checkErr != nil || len(still) > 0 {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
+}
+
+// addSQLiteColumns adds the missing columns to a SQLite segments table,
+// inside OpenSQLite's schema transaction. SQLite adds one column per
+// statement; a column added with a constant default rewrites nothing.
+func addSQLiteColumns(ctx context.Context, tx *sqlx.Tx) error {
+	missing, err := missingColumns(ctx, tx, sqliteAddedColumnsQuery)
+	if err != nil {
+		return err
+	}
+	for _, c := range missing {
+		stmt := "ALTER TABLE segments ADD COLUMN " + c.name + " " + c.sqlite
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
+}
