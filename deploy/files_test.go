@@ -2,11 +2,13 @@ package deploy_test
 
 // Checks of the deploy files that none of the tools makes: every alert is
 // held for at least an evaluation and unit-tested both ways, nginx finds
-// recreated instances by itself, and compose has no obsolete version key.
+// recreated instances by itself, the Redis protocol is published through
+// nginx, and compose has no obsolete version key.
 // They need no tool, so they run everywhere.
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,27 +105,79 @@ func promDuration(t *testing.T, file, s string) time.Duration {
 // TestNginxFindsRecreatedInstances: a recreated container has a new
 // address, which nginx must look up again by itself, through Docker's DNS,
 // rather than keep the one it resolved at start until `nginx -s reload`.
+// HTTP (upstream idalloc) and the Redis protocol (stream upstream
+// idalloc_resp) alike: each block has its own resolver.
 func TestNginxFindsRecreatedInstances(t *testing.T) {
 	conf := readFile(t, "nginx.conf")
-	if !regexp.MustCompile(`(?m)^\s*resolver 127\.0\.0\.11 valid=\d+s\b`).MatchString(conf) {
-		t.Error("nginx.conf has no `resolver 127.0.0.11 valid=…` (Docker's DNS, with a short cache)")
+	httpPart, streamPart, ok := strings.Cut(conf, "\nstream {")
+	if !ok {
+		t.Fatal("nginx.conf has no stream block (the Redis protocol on 6380)")
 	}
-	m := regexp.MustCompile(`(?s)upstream idalloc \{(.*?)\n\s*\}`).FindStringSubmatch(conf)
-	if m == nil {
-		t.Fatal("nginx.conf has no upstream idalloc block")
-	}
-	if !regexp.MustCompile(`(?m)^\s*zone \S+ \S+;`).MatchString(m[1]) {
-		t.Error("upstream idalloc has no zone: servers that resolve must live in shared memory")
-	}
-	servers := regexp.MustCompile(`(?m)^\s*server (\S+)(.*);`).FindAllStringSubmatch(m[1], -1)
-	if len(servers) < 2 {
-		t.Fatalf("upstream idalloc has %d servers, want the two instances", len(servers))
-	}
-	for _, s := range servers {
-		if !strings.Contains(" "+s[2]+" ", " resolve ") {
-			t.Errorf("upstream server %s is resolved once, at start: add the resolve parameter", s[1])
+	resolverRe := regexp.MustCompile(`(?m)^\s*resolver 127\.0\.0\.11 valid=\d+s\b`)
+	for _, c := range []struct{ block, text, upstream string }{
+		{"http", httpPart, "idalloc"},
+		{"stream", streamPart, "idalloc_resp"},
+	} {
+		if !resolverRe.MatchString(c.text) {
+			t.Errorf("nginx.conf's %s block has no `resolver 127.0.0.11 valid=…` (Docker's DNS, with a short cache)", c.block)
+		}
+		m := regexp.MustCompile(`(?s)upstream ` + c.upstream + ` \{(.*?)\n\s*\}`).FindStringSubmatch(c.text)
+		if m == nil {
+			t.Errorf("nginx.conf's %s block has no upstream %s", c.block, c.upstream)
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^\s*zone \S+ \S+;`).MatchString(m[1]) {
+			t.Errorf("upstream %s has no zone: servers that resolve must live in shared memory", c.upstream)
+		}
+		servers := regexp.MustCompile(`(?m)^\s*server (\S+)(.*);`).FindAllStringSubmatch(m[1], -1)
+		if len(servers) < 2 {
+			t.Errorf("upstream %s has %d servers, want the two instances", c.upstream, len(servers))
+		}
+		for _, s := range servers {
+			if !strings.Contains(" "+s[2]+" ", " resolve ") {
+				t.Errorf("upstream %s: server %s is resolved once, at start: add the resolve parameter", c.upstream, s[1])
+			}
 		}
 	}
+}
+
+// TestComposePublishesRESP: the Redis protocol goes through the stack as
+// HTTP does: every instance listens on 6380 (IDALLOC_RESP_ADDR), nginx's
+// stream proxy listens on 6380 and sends to the instances' 6380, compose
+// publishes it, and nginx keeps an idle connection longer than idalloc
+// does, so that idalloc's resp_idle_timeout is the one that applies.
+func TestComposePublishesRESP(t *testing.T) {
+	compose := readFile(t, "docker-compose.yml")
+	anchor, _, _ := strings.Cut(compose, "\nservices:")
+	if !regexp.MustCompile(`(?m)^    IDALLOC_RESP_ADDR: "?:6380"?$`).MatchString(anchor) {
+		t.Error(`docker-compose.yml: the x-idalloc environment does not set IDALLOC_RESP_ADDR: ":6380"`)
+	}
+	if !regexp.MustCompile(`(?m)^      - "6380:6380"$`).MatchString(compose) {
+		t.Error(`docker-compose.yml: nginx does not publish "6380:6380"`)
+	}
+	_, stream, _ := strings.Cut(readFile(t, "nginx.conf"), "\nstream {")
+	for _, want := range []string{"listen 6380;", "server idalloc1:6380 ", "server idalloc2:6380 ", "proxy_pass idalloc_resp;"} {
+		if !strings.Contains(stream, want) {
+			t.Errorf("nginx.conf's stream block lacks %q", want)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^\s*proxy_timeout (\d+)m;`).FindStringSubmatch(stream)
+	idle := regexp.MustCompile(`"resp_idle_timeout": "(\d+)m"`).FindStringSubmatch(readFile(t, "../config.json"))
+	if m == nil || idle == nil {
+		t.Fatalf("want proxy_timeout in minutes in nginx.conf's stream block (found %v) and resp_idle_timeout in minutes in config.json (found %v)", m, idle)
+	}
+	if nginxMin, idaMin := atoi(t, m[1]), atoi(t, idle[1]); nginxMin <= idaMin {
+		t.Errorf("nginx's proxy_timeout %dm is not above resp_idle_timeout %dm: nginx would cut idle connections first", nginxMin, idaMin)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestComposeFile: the version key is obsolete in the Compose Specification

@@ -3,7 +3,7 @@
 // toolchain. Each check skips with a one-line reason when its tool is
 // missing; CI installs them with
 //
-//	apt-get install -y prometheus nginx docker-compose
+//	apt-get install -y prometheus nginx libnginx-mod-stream docker-compose
 //
 // There is no Docker engine in CI, so the image itself is never built: the
 // Dockerfile's build line is run as it stands, and the binary it makes is

@@ -15,8 +15,8 @@ import (
 // TestServiceBehindTheStack starts two instances of the Dockerfile's binary
 // with the shipped config.json (each on its own embedded store), then checks
 // the scrape with promtool, the alert and dashboard queries against a real
-// Prometheus scraping both, and nginx.conf routing and draining in front of
-// them.
+// Prometheus scraping both, and nginx.conf in front of them: HTTP routing
+// and draining, and the Redis protocol through its stream proxy.
 func TestServiceBehindTheStack(t *testing.T) {
 	bin := dockerfileBinary(t)
 	root := repoRoot(t)
@@ -145,9 +145,27 @@ func TestServiceBehindTheStack(t *testing.T) {
 		}
 	})
 
+	// One nginx for the subtests below, started by the first that runs.
+	var px *nginxProxy
+	nginxFor := func(t *testing.T) *nginxProxy {
+		t.Helper()
+		if px == nil {
+			px = startNginx(t, procs, findNginx(t), tmp, inst)
+		}
+		return px
+	}
+
+	// Before the drain below, which stops one instance.
+	t.Run("nginx proxies the Redis protocol to both instances", func(t *testing.T) {
+		proxy := nginxFor(t)
+		if proxy.respAddr == "" {
+			t.Skipf("no stream proxy: %s", proxy.noStream)
+		}
+		checkRESPThroughNginx(t, proxy, inst)
+	})
+
 	t.Run("nginx routes, hides admin routes and rides out a drain", func(t *testing.T) {
-		nginxBin := tool(t, "nginx")
-		proxy := startNginx(t, procs, nginxBin, tmp, inst)
+		proxy := nginxFor(t)
 
 		for _, path := range []string{"/alloc?app_tag=test_business", "/snowflake", "/health"} {
 			status, body := proxy.get(t, path)

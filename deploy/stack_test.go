@@ -21,22 +21,25 @@ import (
 
 type instance struct {
 	name, addr string
+	respAddr   string // the Redis protocol front end (resp_addr)
 	proc       *proc
 }
 
 // startInstance runs the binary as the image does (-config with the
-// shipped config.json, overrides from IDALLOC_*), on an embedded store.
+// shipped config.json, overrides from IDALLOC_*, the Redis protocol on as
+// compose turns it on), on an embedded store.
 func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *instance {
 	t.Helper()
 	dir := subdir(t, tmp, name)
-	addr := freeAddr(t)
-	env := append(withoutEnv(os.Environ(), "IDALLOC_HTTP_ADDR", "IDALLOC_DRIVER", "IDALLOC_DSN", "IDALLOC_ADMIN_TOKEN"),
+	addr, respAddr := freeAddr(t), freeAddr(t)
+	env := append(withoutEnv(os.Environ(), "IDALLOC_HTTP_ADDR", "IDALLOC_RESP_ADDR", "IDALLOC_DRIVER", "IDALLOC_DSN", "IDALLOC_ADMIN_TOKEN"),
 		"IDALLOC_HTTP_ADDR="+addr,
+		"IDALLOC_RESP_ADDR="+respAddr,
 		"IDALLOC_DRIVER=sqlite",
 		"IDALLOC_DSN="+filepath.Join(dir, "idalloc.db"),
 	)
 	p := g.start(t, name, dir, env, bin, "-config", filepath.Join(root, "config.json"))
-	return &instance{name: name, addr: addr, proc: p}
+	return &instance{name: name, addr: addr, respAddr: respAddr, proc: p}
 }
 
 func (in *instance) waitHealthy(t *testing.T, within time.Duration) {
@@ -169,29 +172,47 @@ func (p *prometheus) api(t *testing.T, path string, v any) {
 
 type nginxProxy struct {
 	base string
-	proc *proc
+	// respAddr is the stream proxy's listener (RESP); "" when this nginx
+	// cannot load the stream block, for the reason in noStream.
+	respAddr, noStream string
+	proc               *proc
 }
 
 // startNginx runs a copy of nginx.conf with the upstreams pointed at the
-// test's instances and the listener at a free port; everything else in the
-// file is what the container runs.
-func startNginx(t *testing.T, g *procGroup, bin, tmp string, inst []*instance) *nginxProxy {
+// test's instances and the listeners at free ports; everything else in the
+// file is what the container runs (adapted to this nginx: nginxHere.adapt).
+func startNginx(t *testing.T, g *procGroup, n nginxHere, tmp string, inst []*instance) *nginxProxy {
 	t.Helper()
 	dir := subdir(t, tmp, "nginx")
-	addr := freeAddr(t)
-	conf := nginxConfCopy(t, "nginx.conf", dir, inst[0].addr, inst[1].addr, addr)
+	px := &nginxProxy{noStream: n.noStream}
+	addrs := nginxAddrs{
+		http:   [2]string{inst[0].addr, inst[1].addr},
+		resp:   [2]string{inst[0].respAddr, inst[1].respAddr},
+		listen: freeAddr(t),
+	}
+	if n.noStream == "" {
+		addrs.respListen = freeAddr(t)
+		px.respAddr = addrs.respListen
+	}
+	px.base = "http://" + addrs.listen
+	conf := nginxConfCopy(t, n, "nginx.conf", dir, addrs)
 	// One foreground process, no workers: SIGTERM to its PID stops it all.
-	p := g.start(t, "nginx", dir, os.Environ(), bin, "-c", conf, "-e", filepath.Join(dir, "error.log"),
+	px.proc = g.start(t, "nginx", dir, os.Environ(), n.bin, "-c", conf, "-e", filepath.Join(dir, "error.log"),
 		"-g", "daemon off; master_process off; pid "+filepath.Join(dir, "nginx.pid")+";")
-	p.waitUntil(t, 10*time.Second, 50*time.Millisecond, "", "not listening on "+addr, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
+	for _, addr := range []string{addrs.listen, addrs.respListen} {
+		if addr == "" {
+			continue
 		}
-		c.Close()
-		return true
-	})
-	return &nginxProxy{base: "http://" + addr, proc: p}
+		px.proc.waitUntil(t, 10*time.Second, 50*time.Millisecond, "", "not listening on "+addr, func() bool {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return false
+			}
+			c.Close()
+			return true
+		})
+	}
+	return px
 }
 
 func (px *nginxProxy) get(t *testing.T, path string) (int, string) {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,21 +35,19 @@ func TestPrometheusRules(t *testing.T) {
 }
 
 func TestNginxConfig(t *testing.T) {
-	nginx := tool(t, "nginx")
+	n := findNginx(t)
 	orig := absPath(t, "nginx.conf")
 	tmp := t.TempDir()
-	// The upstream servers' resolve parameter needs nginx 1.27.3 or later
-	// (the compose image runs 1.28); an older nginx here checks a copy
-	// without that one parameter, and so does the fallback copy below.
+	// The compose image (1.28) takes the file as it is. An older nginx, or
+	// one with a dynamic or missing stream module, checks a copy adapted
+	// to it, and so does the fallback copy below.
 	conf := orig
-	if version, ok := nginxResolves(t, nginx); !ok {
-		s := readFile(t, orig)
-		for _, up := range []string{"idalloc1", "idalloc2"} {
-			s = replaceOnce(t, s, "server "+up+":8880 resolve ", "server "+up+":8880 ")
-		}
+	if s, notes := n.adapt(t, readFile(t, orig)); len(notes) > 0 {
 		conf = filepath.Join(tmp, "nginx.conf")
 		writeFile(t, conf, s)
-		t.Logf("%s predates the resolve parameter of upstream servers (1.27.3): checking a copy without it", version)
+		for _, note := range notes {
+			t.Logf("checking a copy: %s", note)
+		}
 	}
 	// nginx resolves upstream hosts when it loads the file. Preferably the
 	// file is checked with idalloc1/idalloc2 resolving through a private
@@ -63,30 +60,18 @@ func TestNginxConfig(t *testing.T) {
 		t.Logf("checking %s, upstream hosts from a private /etc/hosts", conf)
 		script := `mount --bind "$0" /etc/hosts && exec "$@"`
 		t.Log(run(t, 30*time.Second, tmp, nil, nil, unshare,
-			append([]string{"--mount", "--propagation", "private", "sh", "-c", script, hosts, nginx}, check...)...))
-		return
+			append([]string{"--mount", "--propagation", "private", "sh", "-c", script, hosts, n.bin}, check...)...))
+	} else {
+		copyDir := subdir(t, tmp, "copy")
+		local := [2]string{"127.0.0.1:8880", "127.0.0.1:8880"}
+		copyPath := nginxConfCopy(t, n, orig, copyDir, nginxAddrs{http: local, resp: [2]string{"127.0.0.1:6380", "127.0.0.1:6380"}})
+		t.Logf("no private mount namespace here: checking a copy with idalloc1/idalloc2 replaced by 127.0.0.1")
+		check[2] = copyPath
+		t.Log(run(t, 30*time.Second, tmp, nil, nil, n.bin, check...))
 	}
-	copyDir := subdir(t, tmp, "copy")
-	copyPath := nginxConfCopy(t, orig, copyDir, "127.0.0.1:8880", "127.0.0.1:8880", "")
-	t.Logf("no private mount namespace here: checking a copy with idalloc1/idalloc2 replaced by 127.0.0.1")
-	check[2] = copyPath
-	t.Log(run(t, 30*time.Second, tmp, nil, nil, nginx, check...))
-}
-
-// nginxResolves returns the version of the nginx at path and whether it
-// takes the resolve parameter of upstream servers (1.27.3 and later).
-func nginxResolves(t *testing.T, nginx string) (string, bool) {
-	t.Helper()
-	out := run(t, 10*time.Second, "", nil, nil, nginx, "-v")
-	m := regexp.MustCompile(`nginx/(\d+)\.(\d+)\.(\d+)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("nginx -v: no version in %q", out)
+	if n.noStream != "" {
+		t.Skipf("the file checked without its stream block (RESP on 6380): %s", n.noStream)
 	}
-	v := make([]int, 3)
-	for i := range v {
-		v[i], _ = strconv.Atoi(m[i+1])
-	}
-	return m[0], slices.Compare(v, []int{1, 27, 3}) >= 0
 }
 
 // privateHosts reports whether this process may bind-mount a file over
@@ -99,35 +84,6 @@ func privateHosts(hosts string) (string, bool) {
 	_, err = runErr(10*time.Second, "", nil, nil, unshare, "--mount", "--propagation", "private",
 		"sh", "-c", `mount --bind "$0" /etc/hosts && grep -q idalloc1 /etc/hosts`, hosts)
 	return unshare, err == nil
-}
-
-// nginxConfCopy writes dir/nginx.conf, a copy of the nginx config src with
-// the upstream servers idalloc1:8880 and idalloc2:8880 replaced by the
-// addresses up1 and up2 (without the resolve parameter: there are no names
-// left to look up), the listener by listen unless that is empty, and the
-// temp directories moved under dir, and returns its path.
-func nginxConfCopy(t *testing.T, src, dir, up1, up2, listen string) string {
-	t.Helper()
-	s := readFile(t, src)
-	s = replaceOnce(t, s, "server idalloc1:8880 resolve", "server "+up1)
-	s = replaceOnce(t, s, "server idalloc2:8880 resolve", "server "+up2)
-	if listen != "" {
-		s = replaceOnce(t, s, "listen 8880;", "listen "+listen+";")
-	}
-	s = replaceOnce(t, s, "http {", "http {\n"+tempPaths(dir))
-	conf := filepath.Join(dir, "nginx.conf")
-	writeFile(t, conf, s)
-	return conf
-}
-
-// tempPaths moves nginx's temp directories under dir, so that a copy of the
-// config runs without root-owned paths.
-func tempPaths(dir string) string {
-	var b strings.Builder
-	for _, d := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
-		fmt.Fprintf(&b, "    %s_temp_path %s;\n", d, filepath.Join(dir, d))
-	}
-	return b.String()
 }
 
 func TestComposeConfig(t *testing.T) {
