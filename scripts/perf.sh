@@ -13,6 +13,8 @@
 # once per round, so slow phases of a shared machine hit all of them alike);
 # each cell is the median of the rounds. Then the in-process benchmarks of
 # segment and snowflake. Everything runs on loopback and stops by itself.
+# The Redis-protocol rows (redis-benchmark against idalloc's resp_addr and a
+# private redis-server, in the same rounds) are in perf_resp.sh.
 #
 # Environment (all optional):
 #   PERF_ROUNDS=6  PERF_DURATION=6s  PERF_WARMUP=1s  PERF_CONNS=64
@@ -27,6 +29,7 @@
 #                        applied if missing, tags named perf_*_<run id> stay
 #                        behind) instead of a temporary SQLite file
 #   PERF_KEEP=1          keep the temporary directory (logs, JSON reports)
+#   PERF_RESP_N=1000000  requests per pipelined redis-benchmark run
 set -euo pipefail
 
 ROUNDS=${PERF_ROUNDS:-6}
@@ -50,6 +53,8 @@ die() {
 for tool in go curl awk sed sort; do
 	command -v "$tool" >/dev/null || die "needs $tool on PATH"
 done
+# shellcheck source=scripts/perf_resp.sh
+source "$root/scripts/perf_resp.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/idalloc-perf.XXXXXX")
 pids=() # servers (or their timeout wrappers) this script started
@@ -110,10 +115,10 @@ else
 	extra=()
 fi
 
-write_config() { # file dsn max_step snowflake
+write_config() { # file dsn max_step snowflake [resp_addr line]
 	cat >"$1" <<EOF
 {
-  "http_addr": "127.0.0.1:0",
+  "http_addr": "127.0.0.1:0", ${5:-}
   "driver": "$driver",
   "dsn": "$2",
   "shutdown_drain": "0s",
@@ -122,7 +127,8 @@ write_config() { # file dsn max_step snowflake
 }
 EOF
 }
-write_config "$tmp/main.json" "$tmp/main.db" 1000000 true
+resp_prepare
+write_config "$tmp/main.json" "$tmp/main.db" 1000000 true "$resp_json"
 write_config "$tmp/s100.json" "$tmp/s100.db" "$SMALL" false
 
 # proc_of PID: the server process itself (the child, under timeout).
@@ -186,6 +192,7 @@ bare_addr=$(wait_addr "$tmp/bare.log")
 start_idalloc main "$tmp/main.json"
 start_idalloc s100 "$tmp/s100.json"
 say "bare chi on $bare_addr, idalloc on $main_addr, idalloc (max_step $SMALL) on $s100_addr"
+resp_start
 
 create_tag() { # addr tag step
 	local code
@@ -276,20 +283,22 @@ for round in $(seq "$ROUNDS"); do
 	measure step100a "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag100a"
 	measure flake "$main_pid" "$main_addr" "$round" -mode snowflake
 	measure flakebatch "$main_pid" "$main_addr" "$round" -mode snowflake -count 1000
+	resp_round "$round"
 done
 
 # metric ADDR SERIES: the value of one idalloc_segment_* series (name{labels}), 0 when absent.
+# Fetch metrics are per instance (no app_tag label): on the max_step instance only its one tag fetches.
 metric() {
 	curl -fsS "http://$1/metrics" 2>/dev/null |
 		awk -v n="idalloc_segment_$2" '$1 == n {v = $2} END {printf "%.6f", v + 0}'
 }
-f100=$(metric "$s100_addr" "fetches_total{app_tag=\"$tag100\"}")
-f1m=$(metric "$main_addr" "fetches_total{app_tag=\"$tag1m\"}")
+f100=$(metric "$s100_addr" "fetches_total")
+f1m=$(metric "$main_addr" "fetches_total")
 # The 4.5 ms bucket (ExponentialBuckets prints its bound as 0.0045000000000000005).
 fast100=$(curl -fsS "http://$s100_addr/metrics" 2>/dev/null |
-	awk -v p="idalloc_segment_fetch_duration_seconds_bucket{app_tag=\"$tag100\",le=\"0.0045" \
+	awk -v p="idalloc_segment_fetch_duration_seconds_bucket{le=\"0.0045" \
 		'index($1, p) == 1 {v = $2} END {printf "%.6f", v + 0}')
-fd100=$(awk -v s="$(metric "$s100_addr" "fetch_duration_seconds_sum{app_tag=\"$tag100\"}")" -v n="$f100" \
+fd100=$(awk -v s="$(metric "$s100_addr" "fetch_duration_seconds_sum")" -v n="$f100" \
 	'BEGIN { if (n > 0) printf "%.2f ms", 1000 * s / n; else print "–" }')
 
 # ---------------------------------------------------------------- in-process
@@ -366,11 +375,12 @@ $(row flakebatch "idalloc \`/snowflake?count=1000\`")
 Every ID of every run was kept and checked: $(int "$checked") IDs, $dups duplicates, $order violations of
 per-connection strict increase, $malformed malformed answers.
 Segment fetches: the step-$(int "$SMALL") tag made $(int "$f100") over its $ROUNDS runs (mean $fd100 each, one synced
-transaction; $(int "$(awk -v a="$f100" -v b="$fast100" 'BEGIN {print a - b}')") took over 4.5 ms), the step-1,000,000 tag $(int "$f1m").
+transaction; $(int "$(awk -v a="$f100" -v b="$fast100" 'BEGIN {print a - b}')") took over 4.5 ms); the default instance made $(int "$f1m") for all its tags.
 At $(int "$(med step100 1)") req/s a $(int "$SMALL")-ID segment lasts $(awk -v r="$(med step100 1)" -v s="$SMALL" 'BEGIN { if (r > 0) printf "%.1f ms", 1000 * s / r; else print "–" }'); the next one is fetched in the background once
 10% of the current one is used, so only a fetch slower than the remaining 90% makes requests wait.
 p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)") with the step pinned,
 $(ratio "$(med step100a 5)" "$(med step1m 5)") with the adaptive step. $fetch_note
+$(resp_table)
 
 In-process, \`go test -run XXX -bench 'Next|AtomicAdd' ./segment/ ./snowflake/\` (GOMAXPROCS $ncpu, not pinned):
 
