@@ -39,7 +39,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -53,14 +52,6 @@ var _ workerlease.Store = (*Store)(nil)
 const (
 	DefaultPrefix      = "/idalloc/workerlease/"
 	DefaultDialTimeout = 5 * time.Second
-)
-
-// Limits shared with the SQL stores (the worker_leases column widths), so
-// every store refuses, or for the free-text holder cuts, the same input.
-const (
-	maxCluster = 64
-	maxToken   = 32
-	maxHolder  = 255
 )
 
 // raceTries bounds the lost compare-and-sets one call retries. Each loss
@@ -201,33 +192,6 @@ func decode(key string, raw []byte, v any) error {
 		return fmt.Errorf("etcd key %q holds %q, not a lease record: %w", key, raw, err)
 	}
 	return nil
-}
-
-// checkArgs refuses input as the SQL stores do, with the workerlease
-// package's errors and words: the empty token (a released ID's last key
-// carries it), and values wider than the SQL columns, so that a deployment
-// can move between stores.
-func checkArgs(cluster, token string, ttl time.Duration) error {
-	switch {
-	case token == "" || utf8.RuneCountInString(token) > maxToken:
-		return workerlease.ErrInvalidToken
-	case utf8.RuneCountInString(cluster) > maxCluster:
-		return workerlease.ErrInvalidCluster
-	case ttl <= 0:
-		return fmt.Errorf("%w: lease TTL %v is not positive", workerlease.ErrInvalidConfig, ttl)
-	}
-	return nil
-}
-
-// cut shortens s to at most n characters.
-func cut(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
 }
 
 // ttlSeconds rounds ttl up to etcd's whole seconds: a lease may outlive the

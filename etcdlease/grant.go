@@ -24,13 +24,10 @@ import (
 // the TTL etcd granted. Errors: workerlease.ErrNoWorkerID; refused input:
 // workerlease.ErrInvalidToken, workerlease.ErrInvalidCluster (over 64
 // characters), workerlease.ErrInvalidWorkerID (negative MaxWorkerID),
-// workerlease.ErrInvalidConfig (TTL not positive); any other error is a
+// workerlease.ErrInvalidConfig (a TTL below 1ms); any other error is a
 // fault (etcd unreachable, ctx ended).
 func (s *Store) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
-	err := checkArgs(req.Cluster, req.Token, req.TTL)
-	if err == nil && req.MaxWorkerID < 0 {
-		err = workerlease.ErrInvalidWorkerID
-	}
+	err := req.Check()
 	var l workerlease.Lease
 	if err == nil {
 		l, err = s.acquire(ctx, req)
@@ -109,7 +106,7 @@ func (s *Store) grant(ctx context.Context, ttl time.Duration) (*grant, error) {
 // proves the grant; both keys are written together.
 func (s *Store) claim(ctx context.Context, req workerlease.AcquireRequest, id int64, last lastEntry, g *grant) (workerlease.Lease, error) {
 	holdKey, lastKey := s.holdKey(req.Cluster, id), s.lastKey(req.Cluster, id)
-	holder := cut(req.Holder, maxHolder)
+	holder := workerlease.CutHolder(req.Holder)
 	resp, err := s.c.Txn(ctx).If(
 		clientv3.Compare(clientv3.CreateRevision(holdKey), "=", 0),
 		clientv3.Compare(clientv3.ModRevision(lastKey), "=", last.rev), // 0: still absent

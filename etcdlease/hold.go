@@ -21,7 +21,7 @@ import (
 // refused even if no one took the ID over, yet lastTimestampMS is still
 // recorded); refused input as Acquire's; any other error is a fault.
 func (s *Store) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
-	err := checkArgs(cluster, token, ttl)
+	err := workerlease.CheckArgs(cluster, token, ttl)
 	var l workerlease.Lease
 	if err == nil {
 		l, err = retry(func() (workerlease.Lease, error) {
@@ -79,7 +79,7 @@ func (s *Store) renew(ctx context.Context, cluster string, workerID int64, token
 // token, so the next holder starts after it and token's later calls get
 // ErrNotAssigned; the etcd lease is then revoked. Errors as Renew.
 func (s *Store) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	err := checkArgs(cluster, token, time.Second)
+	err := workerlease.CheckArgs(cluster, token, time.Second)
 	if err == nil {
 		_, err = retry(func() (struct{}, error) {
 			return struct{}{}, s.release(ctx, cluster, workerID, token, lastTimestampMS)

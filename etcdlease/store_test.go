@@ -150,7 +150,7 @@ func testExpiryByEtcd(t *testing.T, srv *etcdtest.Server) {
 
 func testTTLRoundedUp(t *testing.T, srv *etcdtest.Server) {
 	st := openStore(t, srv, freshPrefix())
-	for i, ttl := range []time.Duration{time.Nanosecond, 400 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
+	for i, ttl := range []time.Duration{time.Millisecond, 400 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second} {
 		req := request("c", fmt.Sprintf("t%d", i), 7)
 		req.TTL = ttl
 		before := time.Now()

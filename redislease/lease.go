@@ -12,14 +12,6 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// Limits shared with the SQL stores' columns, so that a deployment can move
-// between stores without a value one accepts and the other refuses.
-const (
-	maxCluster = 64
-	maxToken   = 32
-	maxHolder  = 255
-)
-
 // Acquire grants the preferred free worker ID of req.Cluster: among IDs in
 // [0, req.MaxWorkerID] that are free (never leased, released, or expired by
 // Redis's clock) and whose last_timestamp_ms is at most req.NowMS (a never
@@ -52,7 +44,7 @@ func (s *Store) acquire(ctx context.Context, req workerlease.AcquireRequest) (wo
 	if req.MaxWorkerID < 0 {
 		return workerlease.Lease{}, workerlease.ErrInvalidWorkerID
 	}
-	holder := cut(req.Holder, maxHolder)
+	holder := workerlease.CutHolder(req.Holder)
 	reply, err := acquireScript.Run(ctx, s.c, []string{s.leaseKey(req.Cluster)},
 		req.MaxWorkerID, req.Token, holder, req.TTL.Milliseconds(), req.NowMS).StringSlice()
 	if err != nil {
@@ -189,22 +181,17 @@ func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, 
 // clusters that cannot be a hash tag; and values the SQL stores' columns
 // would refuse.
 func (s *Store) check(cluster, token string, ttl time.Duration) error {
-	switch {
-	case s.err != nil:
-		return s.err
-	case token == "" || utf8.RuneCountInString(token) > maxToken:
-		return workerlease.ErrInvalidToken
-	case ttl < time.Millisecond:
-		return fmt.Errorf("%w: lease TTL %v is below the store's 1ms resolution", workerlease.ErrInvalidConfig, ttl)
+	if err := s.checkCluster(cluster); err != nil {
+		return err
 	}
-	return s.checkCluster(cluster)
+	return workerlease.CheckArgs(cluster, token, ttl)
 }
 
 func (s *Store) checkCluster(cluster string) error {
 	switch {
 	case s.err != nil:
 		return s.err
-	case cluster == "" || utf8.RuneCountInString(cluster) > maxCluster || strings.ContainsAny(cluster, "{}"):
+	case cluster == "" || utf8.RuneCountInString(cluster) > workerlease.MaxClusterLen || strings.ContainsAny(cluster, "{}"):
 		// An empty tag "{}" makes Redis hash the whole key, and a '}' in
 		// the cluster would end the tag early.
 		return workerlease.ErrInvalidCluster
@@ -227,15 +214,4 @@ func parseInts(ss []string) ([]int64, error) {
 		}
 	}
 	return n, nil
-}
-
-// cut shortens s to at most n characters.
-func cut(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
 }

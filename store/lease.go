@@ -6,18 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/jmoiron/sqlx"
-)
-
-// Column widths of worker_leases in schema.sql. SQLite would store longer
-// values, so both drivers refuse (or, for the free-text holder, cut) alike.
-const (
-	maxCluster = 64
-	maxToken   = 32
-	maxHolder  = 255
 )
 
 // leaseRow is one worker_leases row as read back.
@@ -51,10 +42,7 @@ func (r leaseRow) lease(cluster string, workerID int64) workerlease.Lease {
 // (longer than the column), workerlease.ErrInvalidWorkerID (negative
 // MaxWorkerID), workerlease.ErrInvalidConfig (a TTL below 1ms).
 func (d *db) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
-	err := checkLeaseArgs(req.Cluster, req.Token, req.TTL)
-	if err == nil && req.MaxWorkerID < 0 {
-		err = workerlease.ErrInvalidWorkerID
-	}
+	err := req.Check()
 	var l workerlease.Lease
 	if err == nil {
 		err = d.retryRaces(ctx, "acquire", func() (err error) {
@@ -101,7 +89,7 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 		return workerlease.Lease{}, err
 	}
 
-	holder := cut(req.Holder, maxHolder)
+	holder := workerlease.CutHolder(req.Holder)
 	ttl := req.TTL.Milliseconds()
 	// A never-leased ID counts as last_timestamp_ms 0, at or below NowMS.
 	switch {
@@ -155,7 +143,7 @@ func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, worke
 // workerlease.ErrLeaseExpired; refused input as Acquire's.
 func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
 	var row leaseRow
-	err := checkLeaseArgs(cluster, token, ttl)
+	err := workerlease.CheckArgs(cluster, token, ttl)
 	if err == nil {
 		err = d.retryRaces(ctx, "renew", func() error {
 			ok, err := execOne(ctx, d.x, d.q(`UPDATE worker_leases
@@ -193,7 +181,7 @@ func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token st
 // not expired, raising last_timestamp_ms as Renew does, so the next holder
 // starts after it. Errors as Renew.
 func (d *db) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	err := checkLeaseArgs(cluster, token, time.Millisecond)
+	err := workerlease.CheckArgs(cluster, token, time.Millisecond)
 	if err == nil {
 		err = d.retryRaces(ctx, "release", func() error {
 			return d.release(ctx, cluster, workerID, token, lastTimestampMS)
@@ -259,30 +247,4 @@ func conflict(found bool, rowToken, token string) error {
 	default:
 		return workerlease.ErrLeaseExpired
 	}
-}
-
-// checkLeaseArgs refuses the empty token, which marks a released row and so
-// would match one, and values that one driver would store and the other
-// reject, with the workerlease package's errors and words.
-func checkLeaseArgs(cluster, token string, ttl time.Duration) error {
-	switch {
-	case token == "" || utf8.RuneCountInString(token) > maxToken:
-		return workerlease.ErrInvalidToken
-	case utf8.RuneCountInString(cluster) > maxCluster:
-		return workerlease.ErrInvalidCluster
-	case ttl < time.Millisecond:
-		return fmt.Errorf("%w: lease TTL %v is below the store's 1ms resolution", workerlease.ErrInvalidConfig, ttl)
-	}
-	return nil
-}
-
-// cut shortens s to at most n characters.
-func cut(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
 }

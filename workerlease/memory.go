@@ -51,15 +51,10 @@ func (m *MemoryStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, e
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
-	if err := checkArgs(req.Cluster, req.Token, req.TTL); err != nil {
+	if err := req.Check(); err != nil {
 		return Lease{}, err
 	}
-	if req.MaxWorkerID < 0 {
-		return Lease{}, ErrInvalidWorkerID
-	}
-	if len(req.Holder) > maxHolder {
-		req.Holder = req.Holder[:maxHolder]
-	}
+	req.Holder = CutHolder(req.Holder)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -96,7 +91,7 @@ func (m *MemoryStore) Renew(ctx context.Context, cluster string, workerID int64,
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
-	if err := checkArgs(cluster, token, ttl); err != nil {
+	if err := CheckArgs(cluster, token, ttl); err != nil {
 		return Lease{}, err
 	}
 	m.mu.Lock()
@@ -119,7 +114,7 @@ func (m *MemoryStore) Release(ctx context.Context, cluster string, workerID int6
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkArgs(cluster, token, time.Millisecond); err != nil {
+	if err := CheckArgs(cluster, token, time.Millisecond); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -152,27 +147,6 @@ func (m *MemoryStore) CheckLayout(ctx context.Context, cluster string, epochMS i
 	if have != want {
 		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this holder %d ms and %d: %w",
 			cluster, have[0], have[1], epochMS, workerBits, ErrLayoutMismatch)
-	}
-	return nil
-}
-
-// The widths of the SQL columns, which every store keeps to, so that a
-// lease that works on one store works on all.
-const (
-	maxCluster = 64
-	maxToken   = 32
-	maxHolder  = 255
-)
-
-// checkArgs refuses what no SQL column could hold.
-func checkArgs(cluster, token string, ttl time.Duration) error {
-	switch {
-	case token == "" || len(token) > maxToken:
-		return ErrInvalidToken
-	case cluster == "" || len(cluster) > maxCluster:
-		return ErrInvalidCluster
-	case ttl < time.Millisecond:
-		return fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidConfig, ttl)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package workerlease
 
 import (
 	"context"
+	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Store persists leases in the worker_leases table. Expiry is judged by the
@@ -54,4 +56,55 @@ type Lease struct {
 	Holder          string
 	ExpiresAt       time.Time // by the store's clock, UTC
 	LastTimestampMS int64     // highest timestamp any holder of this ID has reserved
+}
+
+// The widths of the SQL store's columns, which every Store keeps to, so that
+// a deployment can move its leases from one store to another.
+const (
+	MaxClusterLen = 64  // characters of a cluster name
+	MaxTokenLen   = 32  // characters of a token
+	MaxHolderLen  = 255 // characters of a holder; longer ones are cut
+)
+
+// CheckArgs is the input check every Store makes before it touches its data,
+// so that all refuse the same things in the same words: ErrInvalidToken for
+// an empty token (it marks a released ID in several stores, and would match
+// one) or one over MaxTokenLen; ErrInvalidCluster for an empty cluster or
+// one over MaxClusterLen; ErrInvalidConfig for a TTL below 1ms (Release,
+// which takes none, passes time.Millisecond).
+func CheckArgs(cluster, token string, ttl time.Duration) error {
+	switch {
+	case token == "" || utf8.RuneCountInString(token) > MaxTokenLen:
+		return ErrInvalidToken
+	case cluster == "" || utf8.RuneCountInString(cluster) > MaxClusterLen:
+		return ErrInvalidCluster
+	case ttl < time.Millisecond:
+		return fmt.Errorf("%w: lease TTL %v is below 1ms", ErrInvalidConfig, ttl)
+	}
+	return nil
+}
+
+// Check is CheckArgs for an Acquire, and ErrInvalidWorkerID for a negative
+// MaxWorkerID.
+func (r AcquireRequest) Check() error {
+	if err := CheckArgs(r.Cluster, r.Token, r.TTL); err != nil {
+		return err
+	}
+	if r.MaxWorkerID < 0 {
+		return ErrInvalidWorkerID
+	}
+	return nil
+}
+
+// CutHolder shortens a holder to MaxHolderLen characters: it is free text
+// for operators, not worth refusing a lease over.
+func CutHolder(s string) string {
+	n := MaxHolderLen
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
