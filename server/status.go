@@ -1,6 +1,8 @@
 package server
 
 import (
+	"compress/gzip"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -52,12 +54,44 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) int {
 	snaps := s.seg.AppendSnapshots((*sp)[:0])
 	bp := statusBodyPool.Get().(*[]byte)
 	body := s.appendStatus((*bp)[:0], time.Now(), snaps)
-	send(w, http.StatusOK, body)
+	if len(body) >= statusGzipMin && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		sendGzipped(w, body)
+	} else {
+		send(w, http.StatusOK, body)
+	}
 	clear(snaps) // drop the tag names, so the pool pins no old strings
 	*sp, *bp = snaps[:0], body[:0]
 	snapPool.Put(sp)
 	statusBodyPool.Put(bp)
 	return http.StatusOK
+}
+
+// statusGzipMin is the body size from which /status is gzipped: about 25
+// tags. A page left open on an instance of 1,000 tags would otherwise pull
+// some 345 KB every second; its figures repeat, so gzip cuts that about
+// tenfold for a few hundred µs of one core.
+const statusGzipMin = 8 << 10
+
+// gzipPool keeps gzip writers, whose state is some 800 KB to build anew.
+var gzipPool = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed) // the level is valid
+	return zw
+}}
+
+// sendGzipped answers 200 with body gzipped.
+func sendGzipped(w http.ResponseWriter, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonCT
+	h["Cache-Control"] = noStore
+	h.Set("Content-Encoding", "gzip")
+	h.Set("Vary", "Accept-Encoding")
+	zw := gzipPool.Get().(*gzip.Writer)
+	zw.Reset(w)
+	// A write error means the client left; nobody to tell.
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	zw.Reset(io.Discard) // drop w, so the pool pins no connection
+	gzipPool.Put(zw)
 }
 
 // appendStatus appends the body of GET /status to b.

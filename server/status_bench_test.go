@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
@@ -11,7 +13,7 @@ import (
 )
 
 // BenchmarkStatus is GET /status, which an open monitor page asks once a
-// second, at 1 and 1,000 tags on the real allocator (each tag with a
+// second, at 1 and 1,000 tags, gzip accepted or not on the real allocator (each tag with a
 // segment in memory). Compare with BenchmarkAlloc, the cost of one ID
 // request: a page left open costs the server about this much per second.
 func BenchmarkStatus(b *testing.B) {
@@ -44,7 +46,19 @@ func BenchmarkStatus(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = srv.Close() })
-			serveTarget(b, srv.Handler(), "/status")
+			// As a browser asks: gzip accepted (so from about 25 tags the
+			// answer is gzipped), and as curl does.
+			for _, enc := range []string{"gzip", "identity"} {
+				b.Run("accept="+enc, func(b *testing.B) {
+					req := httptest.NewRequest(http.MethodGet, "/status", nil)
+					req.Header.Set("Accept-Encoding", enc)
+					h := srv.Handler()
+					b.ReportAllocs()
+					for b.Loop() {
+						h.ServeHTTP(httptest.NewRecorder(), req)
+					}
+				})
+			}
 		})
 	}
 }
