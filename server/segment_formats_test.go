@@ -127,11 +127,14 @@ func TestFormatsOverHTTP(t *testing.T) {
 			}
 			want := map[string]string{"seq": "sequential 0", "fx": "fixed_length 6", "scr": "scrambled 10", "scr18": "scrambled 18", "test_business": "sequential 0"}
 			rows, _ := env["tags"].([]any)
-			wantFields := []string{"app_tag", "current_step", "description", "format", "given_back", "left", "length", "max_id", "step", "update_time", "wasted"}
+			wantFields := []string{"app_tag", "current_step", "description", "format", "given_back", "left", "length", "max_id", "start", "step", "update_time", "wasted"}
 			for _, r := range rows {
 				row := r.(map[string]any)
 				if got := fmt.Sprintf("%v %v", row["format"], row["length"]); got != want[row["app_tag"].(string)] {
 					t.Errorf("GET /tags: %s is %q, want %q", row["app_tag"], got, want[row["app_tag"].(string)])
+				}
+				if row["start"] == nil {
+					t.Errorf("GET /tags: %s has start null, want the first ID it was created with", row["app_tag"])
 				}
 				if fields := slices.Sorted(maps.Keys(row)); !slices.Equal(fields, wantFields) {
 					t.Errorf("GET /tags: %s has fields %v, want %v", row["app_tag"], fields, wantFields)

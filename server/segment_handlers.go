@@ -60,9 +60,12 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 // A scrambled tag's key is never among them: the allocator's Tags() does
 // not carry it.
 type tagJSON struct {
-	AppTag      string `json:"app_tag"`
-	Format      string `json:"format"`
-	Length      int    `json:"length"`
+	AppTag string `json:"app_tag"`
+	Format string `json:"format"`
+	Length int    `json:"length"`
+	// Start is the tag's first ID, null when the store does not know it
+	// (a row from before the start column).
+	Start       *int64 `json:"start"`
 	MaxID       int64  `json:"max_id"`
 	Step        int64  `json:"step"`
 	CurrentStep int64  `json:"current_step"`
@@ -84,10 +87,15 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 	out := make([]tagJSON, 0, len(tags))
 	for _, t := range tags {
 		st := stats[t.AppTag]
+		var start *int64
+		if t.Start != 0 {
+			start = &t.Start
+		}
 		out = append(out, tagJSON{
 			AppTag:      t.AppTag,
 			Format:      string(cmp.Or(t.Format, segment.FormatSequential)),
 			Length:      t.Length,
+			Start:       start,
 			MaxID:       t.MaxID,
 			Step:        t.Step,
 			CurrentStep: st.Step,
