@@ -17,6 +17,7 @@ import (
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -80,7 +81,7 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 			t.Fatal(err)
 		}
 		keeper.Start(ctx)
-		t.Cleanup(func() { _ = keeper.Close(ctx, 0) })
+		t.Cleanup(func() { _ = keeper.Close(ctx, 0) }) // the reservation covers the IDs issued
 		deadline := time.Now().Add(10 * time.Second)
 		for ok := false; !ok; rg.lease, ok = keeper.Lease() {
 			if time.Now().After(deadline) {
@@ -88,11 +89,15 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		gen, err := snowflake.New(snowflake.Settings{WorkerID: rg.lease.WorkerID, OnDriftWait: m.DriftWaited})
+		layout, err := snowflake.NewLayout(time.Time{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		deps.Snowflake, deps.Leases, deps.OwnLease = gen, svc, keeper
+		src, err := leased.New(keeper, layout, snowflake.Settings{OnDriftWait: m.DriftWaited})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps.Snowflake, deps.Leases, deps.OwnLease = src, svc, keeper
 	}
 	srv, err := New(Config{AdminToken: adminToken, Metrics: m, Gatherer: reg, HealthInterval: 100 * time.Millisecond}, deps)
 	if err != nil {
