@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +27,6 @@ func TestStore(t *testing.T) {
 		{"release revokes the etcd lease", testReleaseRevokes},
 		{"a cluster keeps its first layout", testLayout},
 		{"cluster names cannot reach into each other's keys", testClusterEscaping},
-		{"16 holders with clients of their own race for 8 IDs", testRace},
 		{"input is refused as the SQL stores refuse it", testInvalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,57 +208,6 @@ func testClusterEscaping(t *testing.T, srv *etcdtest.Server) {
 	for _, c := range []string{"a", "a/hold", "a%2Fhold", "a/last/0"} {
 		if l := mustAcquire(t, st, request(c, "t-"+c, 0)); l.WorkerID != 0 {
 			t.Errorf("Acquire in cluster %q = worker %d, want 0: its keys met another cluster's", c, l.WorkerID)
-		}
-	}
-}
-
-// testRace: 16 holders, each with an etcd client of its own as 16 processes
-// would have, acquire from 8 worker IDs at once.
-func testRace(t *testing.T, srv *etcdtest.Server) {
-	const holders, maxWorkerID = 16, 7
-	prefix := freshPrefix()
-	stores := make([]*Store, holders)
-	for i := range stores {
-		stores[i] = openStore(t, srv, prefix)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	type result struct {
-		lease workerlease.Lease
-		err   error
-	}
-	results := make([]result, holders)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, st := range stores {
-		wg.Go(func() {
-			<-start
-			results[i].lease, results[i].err = st.Acquire(ctx, request("c", fmt.Sprintf("racer-%02d", i), maxWorkerID))
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	granted, refused := map[int64]string{}, 0
-	for _, r := range results {
-		switch {
-		case errors.Is(r.err, workerlease.ErrNoWorkerID):
-			refused++
-		case r.err != nil:
-			t.Errorf("Acquire: %v", r.err)
-		case granted[r.lease.WorkerID] != "":
-			t.Errorf("worker ID %d granted to %q and %q", r.lease.WorkerID, granted[r.lease.WorkerID], r.lease.Token)
-		default:
-			granted[r.lease.WorkerID] = r.lease.Token
-		}
-	}
-	if len(granted) != maxWorkerID+1 || refused != holders-maxWorkerID-1 {
-		t.Errorf("%d IDs granted and %d refused, want %d and %d", len(granted), refused, maxWorkerID+1, holders-maxWorkerID-1)
-	}
-	// etcd agrees: each holder renews its own ID.
-	for id, token := range granted {
-		if _, err := stores[0].Renew(ctx, "c", id, token, time.Minute, 0); err != nil {
-			t.Errorf("Renew(worker %d, token %q): %v", id, token, err)
 		}
 	}
 }

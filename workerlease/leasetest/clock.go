@@ -143,6 +143,12 @@ func testSeparateClientsRace(t *testing.T, e env) {
 	if len(granted) != maxWorkerID+1 || refused != holders-maxWorkerID-1 {
 		t.Errorf("%d IDs granted and %d refused, want %d and %d", len(granted), refused, maxWorkerID+1, holders-maxWorkerID-1)
 	}
+	// The store agrees on who holds what: each holder renews its own ID.
+	for id, token := range granted {
+		if _, err := stores[0].Renew(ctx, cluster, id, token, time.Minute, 0); err != nil {
+			t.Errorf("Renew(worker %d, token %q): %v", id, token, err)
+		}
+	}
 }
 
 func fmtToken(i int) string { return "racer-" + string(rune('a'+i)) }
