@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -263,20 +262,17 @@ func TestAcquirePreference(t *testing.T) {
 	}
 }
 
+// TestInvalidInput: what Redis adds to the suite's input checks: a cluster
+// that would break its hash tag is refused, and refused calls write nothing.
 func TestInvalidInput(t *testing.T) {
 	r := newRig(t)
 	for _, tc := range []struct {
 		name string
 		edit func(*workerlease.AcquireRequest)
-		want error // nil: any error
+		want error
 	}{
 		{"empty token", func(q *workerlease.AcquireRequest) { q.Token = "" }, workerlease.ErrInvalidToken},
-		{"long token", func(q *workerlease.AcquireRequest) { q.Token = strings.Repeat("t", 33) }, workerlease.ErrInvalidToken},
-		{"negative max worker ID", func(q *workerlease.AcquireRequest) { q.MaxWorkerID = -1 }, workerlease.ErrInvalidWorkerID},
 		{"zero TTL", func(q *workerlease.AcquireRequest) { q.TTL = 0 }, workerlease.ErrInvalidConfig},
-		{"negative TTL", func(q *workerlease.AcquireRequest) { q.TTL = -time.Second }, workerlease.ErrInvalidConfig},
-		{"long cluster", func(q *workerlease.AcquireRequest) { q.Cluster = strings.Repeat("c", 65) }, workerlease.ErrInvalidCluster},
-		{"empty cluster", func(q *workerlease.AcquireRequest) { q.Cluster = "" }, workerlease.ErrInvalidCluster},
 		{"cluster with {", func(q *workerlease.AcquireRequest) { q.Cluster = "a{b" }, workerlease.ErrInvalidCluster},
 		{"cluster with }", func(q *workerlease.AcquireRequest) { q.Cluster = "}a" }, workerlease.ErrInvalidCluster},
 	} {
@@ -289,26 +285,8 @@ func TestInvalidInput(t *testing.T) {
 	if keys := keysUnder(t.Context(), t, r.raw, r.prefix); len(keys) != 0 {
 		t.Errorf("refused Acquires wrote keys %q", keys)
 	}
-	if _, err := r.Renew(t.Context(), "c", 0, "", time.Minute, 0); !errors.Is(err, workerlease.ErrInvalidToken) {
-		t.Errorf("Renew with empty token: error = %v, want %v", err, workerlease.ErrInvalidToken)
-	}
-	if _, err := r.Renew(t.Context(), "c", 0, "token-a", 0, 0); !errors.Is(err, workerlease.ErrInvalidConfig) {
-		t.Errorf("Renew with zero TTL: error = %v, want %v", err, workerlease.ErrInvalidConfig)
-	}
-	if err := r.Release(t.Context(), "c", 0, "", 0); !errors.Is(err, workerlease.ErrInvalidToken) {
-		t.Errorf("Release with empty token: error = %v, want %v", err, workerlease.ErrInvalidToken)
-	}
 	if err := r.CheckLayout(t.Context(), "", 0, 10); !errors.Is(err, workerlease.ErrInvalidCluster) {
 		t.Errorf("CheckLayout with empty cluster: error = %v, want %v", err, workerlease.ErrInvalidCluster)
-	}
-	// A long holder is cut, by characters, rather than refused; 64
-	// characters of cluster and 32 of token are fine.
-	for _, h := range []string{"h", "é"} {
-		req := request(strings.Repeat("c", 64), strings.Repeat("t", 31)+h, 7)
-		req.Holder = strings.Repeat(h, 300)
-		if got := mustAcquire(t, r, req).Holder; got != strings.Repeat(h, 255) {
-			t.Errorf("Holder of %q = %d characters, want 255", h, len([]rune(got)))
-		}
 	}
 }
 

@@ -253,37 +253,47 @@ func testAcquirePreference(t *testing.T, e env) {
 	}
 }
 
+// testLeaseInvalid: every store refuses the same input in the same words
+// (workerlease.CheckArgs), before it touches its data.
 func testLeaseInvalid(t *testing.T, e env) {
 	st := e.open(t)
 	for _, tc := range []struct {
 		name string
 		edit func(*workerlease.AcquireRequest)
-		want error // nil: any error
+		want error
 	}{
 		{"empty token", func(r *workerlease.AcquireRequest) { r.Token = "" }, workerlease.ErrInvalidToken},
 		{"long token", func(r *workerlease.AcquireRequest) { r.Token = strings.Repeat("t", 33) }, workerlease.ErrInvalidToken},
 		{"negative max worker ID", func(r *workerlease.AcquireRequest) { r.MaxWorkerID = -1 }, workerlease.ErrInvalidWorkerID},
-		{"zero TTL", func(r *workerlease.AcquireRequest) { r.TTL = 0 }, nil},
-		{"long cluster", func(r *workerlease.AcquireRequest) { r.Cluster = strings.Repeat("c", 65) }, nil},
+		{"zero TTL", func(r *workerlease.AcquireRequest) { r.TTL = 0 }, workerlease.ErrInvalidConfig},
+		{"negative TTL", func(r *workerlease.AcquireRequest) { r.TTL = -time.Second }, workerlease.ErrInvalidConfig},
+		{"long cluster", func(r *workerlease.AcquireRequest) { r.Cluster = strings.Repeat("c", 65) }, workerlease.ErrInvalidCluster},
+		{"empty cluster", func(r *workerlease.AcquireRequest) { r.Cluster = "" }, workerlease.ErrInvalidCluster},
 	} {
 		req := acquireRequest("token-a", 7)
 		tc.edit(&req)
-		_, err := st.Acquire(t.Context(), req)
-		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+		if _, err := st.Acquire(t.Context(), req); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Acquire error = %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	if _, err := st.Renew(t.Context(), cluster, 0, "", time.Minute, 0); !errors.Is(err, workerlease.ErrInvalidToken) {
 		t.Errorf("Renew with empty token: error = %v, want %v", err, workerlease.ErrInvalidToken)
 	}
+	if _, err := st.Renew(t.Context(), cluster, 0, "token-a", 0, 0); !errors.Is(err, workerlease.ErrInvalidConfig) {
+		t.Errorf("Renew with zero TTL: error = %v, want %v", err, workerlease.ErrInvalidConfig)
+	}
 	if err := st.Release(t.Context(), cluster, 0, "", 0); !errors.Is(err, workerlease.ErrInvalidToken) {
 		t.Errorf("Release with empty token: error = %v, want %v", err, workerlease.ErrInvalidToken)
 	}
-	// A long holder is cut to the column's width rather than refused.
-	req := acquireRequest("token-a", 7)
-	req.Holder = strings.Repeat("h", 300)
-	if got := mustAcquire(t, st, req).Holder; got != strings.Repeat("h", 255) {
-		t.Errorf("Holder = %d characters, want 255", len(got))
+	// A long holder is cut, by characters, to the column's width rather
+	// than refused; 64 characters of cluster and 32 of token are fine.
+	for _, h := range []string{"h", "é"} {
+		req := acquireRequest(strings.Repeat("t", 31)+h, 7)
+		req.Cluster = strings.Repeat("c", 64)
+		req.Holder = strings.Repeat(h, 300)
+		if got := mustAcquire(t, st, req).Holder; got != strings.Repeat(h, 255) {
+			t.Errorf("Holder of %q = %d characters, want 255", h, len([]rune(got)))
+		}
 	}
 }
 
