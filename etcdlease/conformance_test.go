@@ -23,16 +23,22 @@ func TestConformance(t *testing.T) {
 	srv := etcdtest.Start(t)
 	var namespaces atomic.Int64
 	leasetest.Run(t, leasetest.Target{
-		Fresh: func(tb testing.TB) func(tb testing.TB) workerlease.Store {
+		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := fmt.Sprintf("/etcdlease-conformance/%d/", namespaces.Add(1))
 			tb.Cleanup(func() { deletePrefix(tb, srv, prefix) })
-			return func(tb testing.TB) workerlease.Store {
-				st, err := etcdlease.Open(srv.DSN(), etcdlease.Options{Prefix: prefix})
-				if err != nil {
-					tb.Fatalf("etcdlease.Open: %v", err)
-				}
-				tb.Cleanup(func() { st.Close() })
-				return st
+			return leasetest.Namespace{
+				Open: func(tb testing.TB) workerlease.Store {
+					st, err := etcdlease.Open(srv.DSN(), etcdlease.Options{Prefix: prefix})
+					if err != nil {
+						tb.Fatalf("etcdlease.Open: %v", err)
+					}
+					tb.Cleanup(func() { st.Close() })
+					return st
+				},
+				// A wiped data directory, for this namespace only; the
+				// holders' etcd leases live on, as a client's would until
+				// it hears of the loss.
+				Forget: func(tb testing.TB) { deletePrefix(tb, srv, prefix) },
 			}
 		},
 		Unreachable: func(tb testing.TB) workerlease.Store {

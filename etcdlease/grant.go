@@ -127,6 +127,8 @@ func (s *Store) claim(ctx context.Context, req workerlease.AcquireRequest, id in
 		Holder:          holder,
 		ExpiresAt:       g.sent.Add(g.ttl).UTC(),
 		LastTimestampMS: last.ms,
+		// No last key: never leased, or etcd forgot it (rebuilt, wiped).
+		NoHistory: last.rev == 0,
 	}, nil
 }
 

@@ -44,40 +44,47 @@ func freshClusterPrefix(tb testing.TB) string {
 	tb.Helper()
 	c := newClusterClient(tb)
 	prefix := "idalloc-test:" + randomHex(8) + ":"
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		var mu sync.Mutex
-		var keys []string
-		err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			iter := node.Scan(ctx, 0, prefix+"*", 100).Iterator()
-			for iter.Next(ctx) {
-				mu.Lock()
-				keys = append(keys, iter.Val())
-				mu.Unlock()
-			}
-			return iter.Err()
-		})
-		if err != nil {
-			tb.Errorf("scan %s*: %v", prefix, err)
-		}
-		for _, k := range keys {
-			if err := c.Del(ctx, k).Err(); err != nil {
-				tb.Errorf("delete test key %q: %v", k, err)
-			}
-		}
-	})
+	tb.Cleanup(func() { deleteClusterKeys(tb, c, prefix) })
 	return prefix
+}
+
+// deleteClusterKeys deletes the keys under prefix on every primary.
+func deleteClusterKeys(tb testing.TB, c *redis.ClusterClient, prefix string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var keys []string
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		tb.Errorf("scan %s*: %v", prefix, err)
+	}
+	for _, k := range keys {
+		if err := c.Del(ctx, k).Err(); err != nil {
+			tb.Errorf("delete test key %q: %v", k, err)
+		}
+	}
 }
 
 // TestClusterConformance runs the suite on Redis Cluster, where a script
 // whose keys lay in two slots would be refused (CROSSSLOT).
 func TestClusterConformance(t *testing.T) {
 	leasetest.Run(t, leasetest.Target{
-		Fresh: func(tb testing.TB) func(testing.TB) workerlease.Store {
+		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := freshClusterPrefix(tb)
-			return func(tb testing.TB) workerlease.Store {
-				return New(newClusterClient(tb), Options{Prefix: prefix})
+			return leasetest.Namespace{
+				Open: func(tb testing.TB) workerlease.Store {
+					return New(newClusterClient(tb), Options{Prefix: prefix})
+				},
+				Forget: func(tb testing.TB) { deleteClusterKeys(tb, newClusterClient(tb), prefix) },
 			}
 		},
 		TTL: 400 * time.Millisecond,

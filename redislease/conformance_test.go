@@ -13,10 +13,14 @@ import (
 // own, as another process would.
 func TestConformance(t *testing.T) {
 	leasetest.Run(t, leasetest.Target{
-		Fresh: func(tb testing.TB) func(testing.TB) workerlease.Store {
+		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := freshPrefix(tb) // skips tb when Redis is down
-			return func(tb testing.TB) workerlease.Store {
-				return New(newTestClient(tb), Options{Prefix: prefix})
+			return leasetest.Namespace{
+				Open: func(tb testing.TB) workerlease.Store {
+					return New(newTestClient(tb), Options{Prefix: prefix})
+				},
+				// FLUSHALL, for this namespace only: the test Redis is shared.
+				Forget: func(tb testing.TB) { deleteKeys(tb, newTestClient(tb), prefix) },
 			}
 		},
 		Unreachable: func(tb testing.TB) workerlease.Store {

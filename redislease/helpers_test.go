@@ -61,16 +61,21 @@ func freshPrefix(tb testing.TB) string {
 	tb.Helper()
 	prefix := "idalloc-test:" + randomHex(8) + ":"
 	c := newTestClient(tb)
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, k := range keysUnder(ctx, tb, c, prefix) {
-			if err := c.Del(ctx, k).Err(); err != nil {
-				tb.Errorf("delete test key %q: %v", k, err)
-			}
-		}
-	})
+	tb.Cleanup(func() { deleteKeys(tb, c, prefix) })
 	return prefix
+}
+
+// deleteKeys deletes the keys under prefix: the end of a test's namespace,
+// or, during the test, Redis forgetting it.
+func deleteKeys(tb testing.TB, c *redis.Client, prefix string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, k := range keysUnder(ctx, tb, c, prefix) {
+		if err := c.Del(ctx, k).Err(); err != nil {
+			tb.Errorf("delete test key %q: %v", k, err)
+		}
+	}
 }
 
 // keysUnder lists the keys that start with prefix (which holds no glob

@@ -53,10 +53,10 @@ func (s *Store) acquire(ctx context.Context, req workerlease.AcquireRequest) (wo
 	if len(reply) == 1 && reply[0] == "none" {
 		return workerlease.Lease{}, workerlease.ErrNoWorkerID
 	}
-	if len(reply) != 4 || reply[0] != "ok" {
+	if len(reply) != 5 || reply[0] != "ok" {
 		return workerlease.Lease{}, badReply(reply)
 	}
-	n, err := parseInts(reply[1:])
+	n, err := parseInts(reply[1:4])
 	if err != nil {
 		return workerlease.Lease{}, err
 	}
@@ -67,6 +67,7 @@ func (s *Store) acquire(ctx context.Context, req workerlease.AcquireRequest) (wo
 		Holder:          holder,
 		ExpiresAt:       time.UnixMilli(n[1]).UTC(),
 		LastTimestampMS: n[2],
+		NoHistory:       reply[4] == "1",
 	}, nil
 }
 

@@ -21,7 +21,7 @@ func TestAcquireNewIDExpiresByRedisClock(t *testing.T) {
 
 	exp := got.ExpiresAt
 	got.ExpiresAt = time.Time{}
-	want := workerlease.Lease{Cluster: "c", WorkerID: 0, Token: "token-a", Holder: "redislease test"}
+	want := workerlease.Lease{Cluster: "c", WorkerID: 0, Token: "token-a", Holder: "redislease test", NoHistory: true}
 	if got != want {
 		t.Errorf("Acquire = %+v, want %+v", got, want)
 	}

@@ -99,10 +99,14 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 			WHERE cluster = ? AND worker_id = ? AND (token = '' OR expires_at <= {now})`),
 			req.Token, holder, ttl, req.Cluster, free.WorkerID)
 	case unused <= req.MaxWorkerID:
-		return d.claim(ctx, e, req.Cluster, unused, req.Token, d.q(`INSERT INTO worker_leases
+		// No row: never leased, or its row was lost (deleted, or a restore
+		// from before it was made). The grant says so (NoHistory).
+		l, err := d.claim(ctx, e, req.Cluster, unused, req.Token, d.q(`INSERT INTO worker_leases
 			(cluster, worker_id, token, holder, expires_at, last_timestamp_ms)
 			VALUES (?, ?, ?, ?, {now+ms}, 0)`),
 			req.Cluster, unused, req.Token, holder, ttl)
+		l.NoHistory = err == nil
+		return l, err
 	default:
 		return workerlease.Lease{}, workerlease.ErrNoWorkerID
 	}

@@ -13,9 +13,12 @@ import (
 // goroutines share it; it has no server to lose, so no outage case.
 func TestMemoryStoreConformance(t *testing.T) {
 	leasetest.Run(t, leasetest.Target{
-		Fresh: func(testing.TB) func(testing.TB) workerlease.Store {
+		Fresh: func(testing.TB) leasetest.Namespace {
 			m := workerlease.NewMemoryStore(nil)
-			return func(testing.TB) workerlease.Store { return m }
+			return leasetest.Namespace{
+				Open:   func(testing.TB) workerlease.Store { return m },
+				Forget: func(testing.TB) { m.Forget() },
+			}
 		},
 		TTL: 400 * time.Millisecond,
 	})

@@ -21,7 +21,8 @@ func TestHandOverOnRealStores(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			st := d.Open(t)
-			cfg := workerlease.Config{Cluster: "it", MaxWorkerID: 3, TTL: 10 * time.Second}
+			// The test made the database: nothing was forgotten.
+			cfg := workerlease.Config{Cluster: "it", MaxWorkerID: 3, TTL: 10 * time.Second, StoreCreated: true}
 			svc, err := workerlease.NewService(st, cfg)
 			if err != nil {
 				t.Fatalf("NewService: %v", err)

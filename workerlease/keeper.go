@@ -91,6 +91,15 @@ func (k *Keeper) SecondsLeft(now time.Time) float64 {
 	return 0
 }
 
+// Opens returns how long until the current session's fence first lets an
+// ID through (Session.Opens), or 0 when there is none.
+func (k *Keeper) Opens(now time.Time) time.Duration {
+	if s := k.cur.Load(); s != nil {
+		return s.Opens(now)
+	}
+	return 0
+}
+
 // run starts sessions, one after another, until ctx ends.
 func (k *Keeper) run(ctx context.Context) {
 	defer close(k.done)
@@ -114,7 +123,7 @@ func (k *Keeper) run(ctx context.Context) {
 		backoff = k.cfg.RetryInterval
 		l := s.Lease()
 		k.cfg.Logger.Info("worker lease acquired", "cluster", l.Cluster, "worker_id", l.WorkerID,
-			"last_timestamp_ms", l.LastTimestampMS)
+			"last_timestamp_ms", l.LastTimestampMS, "no_history", l.NoHistory)
 		k.cur.Store(s)
 		select {
 		case <-ctx.Done():

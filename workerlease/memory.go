@@ -77,13 +77,16 @@ func (m *MemoryStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, e
 	}
 	k := memKey{req.Cluster, pick}
 	r := m.rows[k]
-	if r == nil {
+	fresh := r == nil
+	if fresh {
 		r = &memRow{}
 		m.rows[k] = r
 	}
 	r.token, r.holder, r.released = req.Token, req.Holder, false
 	r.expiresAt = now.Add(req.TTL).UTC()
-	return r.lease(k), nil
+	l := r.lease(k)
+	l.NoHistory = fresh
+	return l, nil
 }
 
 // Renew implements Store.
@@ -149,6 +152,15 @@ func (m *MemoryStore) CheckLayout(ctx context.Context, cluster string, epochMS i
 			cluster, have[0], have[1], epochMS, workerBits, ErrLayoutMismatch)
 	}
 	return nil
+}
+
+// Forget drops every lease and layout, as a store restarted without
+// persistence would: for tests of what holders do when their store forgets.
+func (m *MemoryStore) Forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.rows)
+	clear(m.layouts)
 }
 
 // held is the compare-and-set guard shared by Renew and Release.

@@ -31,6 +31,13 @@ type SessionConfig struct {
 	// RetryInterval is the wait between failed renewals (jittered, and
 	// never past the deadline). 0 means 1s.
 	RetryInterval time.Duration
+	// ClockSkew is the most the clocks of two holders of one worker ID may
+	// disagree (snowflake.max_drift_error). A grant with no history
+	// (Lease.NoHistory) opens its fence only TTL + ClockSkew after it was
+	// asked for: by then any holder of a lease the store forgot has been
+	// refused a renewal or passed its own deadline, and its last IDs lie
+	// below this holder's clock. Negative is an error.
+	ClockSkew time.Duration
 	// Logger receives lease events. nil means no logging.
 	Logger *slog.Logger
 
@@ -50,6 +57,9 @@ func (c SessionConfig) resolve() (SessionConfig, error) {
 		return c, fmt.Errorf("%w: Margin %v is outside [0, TTL/2 = %v)", ErrInvalidConfig, c.Margin, ttl/2)
 	case c.Margin == 0:
 		c.Margin = ttl / 10
+	}
+	if c.ClockSkew < 0 {
+		return c, fmt.Errorf("%w: ClockSkew %v is negative", ErrInvalidConfig, c.ClockSkew)
 	}
 	switch {
 	case c.RetryInterval < 0:
@@ -98,6 +108,10 @@ type Session struct {
 	svc   *Service
 	base  time.Time // origin of fence.deadline, so Fence compares integers
 	lease Lease     // as granted
+	// opens is when (since base) the fence first lets an ID through: 0, or
+	// for a grant with no history the end of the wait for a forgotten
+	// holder. Set before the session is shared, read-only after.
+	opens time.Duration
 
 	// state is the published fence; nil once the session ended. It is
 	// replaced whole, so Fence sees one consistent snapshot in one load.
@@ -140,7 +154,10 @@ func (f *fence) allows(sinceBase time.Duration, unixMS int64) bool {
 // keeps the lease in a goroutine of its own until Close, Abandon, GiveUp or
 // a loss. ctx bounds the acquisition only. The Lease's LastTimestampMS is
 // the previous holders' reservation: a generator under this session must
-// start after it. Errors: ErrInvalidConfig; ErrNoWorkerID; ErrUnavailable;
+// start after it. A grant with no history (Lease.NoHistory) is held and
+// renewed at once, but Fence refuses every ID until TTL + ClockSkew after
+// it was asked for (Opens), since the store may have forgotten a holder
+// that is still issuing. Errors: ErrInvalidConfig; ErrNoWorkerID; ErrUnavailable;
 // ErrLeaseLost when the first renewal is refused or cannot be made before
 // the deadline; ctx's error (a lease granted meanwhile is released).
 func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
@@ -157,6 +174,16 @@ func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	cancel()
 	if err != nil {
 		return nil, err
+	}
+	if s.lease.NoHistory {
+		// The forgotten holder's last renewal was sent before this grant
+		// was asked for, so its deadline (TTL - Margin after that, by a
+		// clock running at about ours) is past by then; ClockSkew puts
+		// our timestamps above the last ones it used.
+		s.opens = s.since(sent) + ttl + cfg.ClockSkew
+		cfg.Logger.Warn("worker ID has no history in the lease store (never leased, or the store forgot it): "+
+			"no ID is issued under it until any holder of a forgotten lease has fenced itself",
+			"cluster", s.lease.Cluster, "worker_id", s.lease.WorkerID, "wait", ttl+cfg.ClockSkew)
 	}
 	// The first renewal is sent at once: no ID may be issued before a
 	// reservation is stored. Until it succeeds the grant bounds the lease.
@@ -200,12 +227,19 @@ func (s *Session) Renewed() (Lease, bool) {
 }
 
 // Fence reports whether an ID timestamped unixMS may be issued at now (read
-// from the session's clock): the session has not ended, now is before the
-// local deadline, and unixMS is within the reservation. It takes no lock and
-// does not allocate.
+// from the session's clock): the session has not ended, the wait of a grant
+// with no history is over, now is before the local deadline, and unixMS is
+// within the reservation. It takes no lock and does not allocate.
 func (s *Session) Fence(now time.Time, unixMS int64) bool {
 	f := s.state.Load()
-	return f != nil && f.allows(now.Sub(s.base), unixMS)
+	at := now.Sub(s.base)
+	return f != nil && at >= s.opens && f.allows(at, unixMS)
+}
+
+// Opens returns how long from now until Fence first lets an ID through: the
+// rest of the wait of a grant with no history, or 0.
+func (s *Session) Opens(now time.Time) time.Duration {
+	return max(s.opens-now.Sub(s.base), 0)
 }
 
 // SecondsLeft returns how long the lease may still be used if no renewal

@@ -15,7 +15,9 @@ type Store interface {
 	// whose last_timestamp_ms is at or below nowMS (the caller's clock), then the
 	// lowest ID. The returned Lease carries the row's LastTimestampMS (0 when
 	// new). ErrNoWorkerID when every ID is held by a live lease. Two concurrent
-	// callers never get the same ID.
+	// callers never get the same ID. The Lease's NoHistory says the store had
+	// no record of the ID: a Renew or Release must never create one, so a
+	// store that forgot a lease makes its holder stop at its next renewal.
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 
 	// Renew extends the lease held by token to now+ttl (store's clock), and
@@ -56,6 +58,15 @@ type Lease struct {
 	Holder          string
 	ExpiresAt       time.Time // by the store's clock, UTC
 	LastTimestampMS int64     // highest timestamp any holder of this ID has reserved
+
+	// NoHistory is set by Acquire when the store held no record of the
+	// worker ID before this grant (nor so of its last timestamp): the ID was
+	// never leased, or the store forgot it (Redis restarted without
+	// persistence, FLUSHALL, etcd rebuilt, rows deleted). The store cannot
+	// tell the two apart, and an earlier holder of a forgotten lease may
+	// still be issuing IDs under it until its next renewal is refused or
+	// its deadline passes: a Session waits that out before its fence opens.
+	NoHistory bool
 }
 
 // The widths of the SQL store's columns, which every Store keeps to, so that

@@ -28,6 +28,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,22 @@ func (db DB) Open(tb testing.TB) Store {
 		}
 	})
 	return st
+}
+
+// Exec runs statements on db through a connection of its own, as an
+// operator's client would: for faults the store itself never makes.
+func (db DB) Exec(tb testing.TB, stmts ...string) {
+	tb.Helper()
+	x, err := sql.Open(db.Driver, db.DSN)
+	if err != nil {
+		tb.Fatalf("open %s: %v", db.Driver, err)
+	}
+	defer x.Close()
+	for _, stmt := range stmts {
+		if _, err := x.ExecContext(context.Background(), stmt); err != nil {
+			tb.Fatalf("%s: %v", stmt, err)
+		}
+	}
 }
 
 // create applies the schema to a new database by opening one handle.
@@ -159,9 +176,14 @@ func Run(t *testing.T, d Driver) {
 // calls fail as a dead connection pool's do.
 func LeaseTarget(d Driver) leasetest.Target {
 	return leasetest.Target{
-		Fresh: func(tb testing.TB) func(testing.TB) workerlease.Store {
+		Fresh: func(tb testing.TB) leasetest.Namespace {
 			db := d.NewDB(tb)
-			return func(tb testing.TB) workerlease.Store { return db.Open(tb) }
+			return leasetest.Namespace{
+				Open: func(tb testing.TB) workerlease.Store { return db.Open(tb) },
+				// An operator's DELETE, or a restore of a dump without
+				// them: the store cannot tell either from a new cluster.
+				Forget: func(tb testing.TB) { db.Exec(tb, "DELETE FROM worker_leases", "DELETE FROM worker_layouts") },
+			}
 		},
 		Unreachable: func(tb testing.TB) workerlease.Store {
 			st, err := d.NewDB(tb).open(false)

@@ -5,7 +5,7 @@
 // A store's tests describe how to get fresh namespaces and call Run:
 //
 //	leasetest.Run(t, leasetest.Target{
-//		Fresh:       func(tb testing.TB) func(testing.TB) workerlease.Store { … },
+//		Fresh:       func(tb testing.TB) leasetest.Namespace { … },
 //		Unreachable: func(tb testing.TB) workerlease.Store { … },
 //		TTL:         400 * time.Millisecond,
 //	})
@@ -15,7 +15,11 @@
 // their own; renew and release are compare-and-sets on the token; expiry is
 // judged by the store's clock, never the caller's; last_timestamp_ms passes
 // to the next holder and never decreases; a cluster keeps its first layout;
-// an unreachable store is an outage (ErrUnavailable), never a refusal.
+// an unreachable store is an outage (ErrUnavailable), never a refusal; and
+// a store that forgets (restarted without persistence, wiped, its rows
+// deleted) grants with NoHistory, never brings a forgotten lease back on a
+// renewal, and so makes a Session wait out the forgotten holder, who stops
+// at its next renewal.
 package leasetest
 
 import (
@@ -28,12 +32,9 @@ import (
 
 // Target is one lease store under test.
 type Target struct {
-	// Fresh returns an opener of handles on one fresh, empty namespace (a
-	// database, a key prefix), removed at tb's cleanup. Each call of the
-	// opener returns a new handle with its own client, as another process
-	// would have, closed at the cleanup of the tb passed to it. Fresh skips
-	// tb when the store cannot run here.
-	Fresh func(tb testing.TB) func(tb testing.TB) workerlease.Store
+	// Fresh returns one fresh, empty namespace (a database, a key prefix),
+	// removed at tb's cleanup. It skips tb when the store cannot run here.
+	Fresh func(tb testing.TB) Namespace
 	// Unreachable returns a handle on a store that does not answer (a
 	// closed port). nil leaves the outage case out (memory has no server).
 	Unreachable func(tb testing.TB) workerlease.Store
@@ -43,9 +44,21 @@ type Target struct {
 	TTL time.Duration
 }
 
-// env is what a case gets: an opener on its own fresh namespace.
+// Namespace is one fresh namespace of a store under test.
+type Namespace struct {
+	// Open returns a new handle with its own client, as another process
+	// would have, closed at the cleanup of the tb passed to it.
+	Open func(tb testing.TB) workerlease.Store
+	// Forget makes the namespace lose every lease and layout record at
+	// once, as the store would when it forgets: FLUSHALL or a restart
+	// without persistence, a data directory wiped, the rows deleted.
+	Forget func(tb testing.TB)
+}
+
+// env is what a case gets: its own fresh namespace.
 type env struct {
 	open        func(tb testing.TB) workerlease.Store
+	forget      func(tb testing.TB)
 	unreachable func(tb testing.TB) workerlease.Store
 	ttl         time.Duration
 }
@@ -65,14 +78,15 @@ func Run(t *testing.T, tg Target) {
 	// One probe namespace up front skips the whole suite in one line rather
 	// than each case on its own.
 	tg.Fresh(t)
-	cases := slices.Concat(grantCases(), raceCases())
+	cases := slices.Concat(grantCases(), raceCases(), forgetCases())
 	if tg.Unreachable != nil {
 		cases = append(cases, testCase{"an unreachable store is an outage", testUnreachable})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.test(t, env{open: tg.Fresh(t), unreachable: tg.Unreachable, ttl: tg.TTL})
+			ns := tg.Fresh(t)
+			c.test(t, env{open: ns.Open, forget: ns.Forget, unreachable: tg.Unreachable, ttl: tg.TTL})
 		})
 	}
 }

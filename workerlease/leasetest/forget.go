@@ -1,0 +1,149 @@
+package leasetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// A store that forgets (API.md §3) answers as if earlier holders never
+// were, while they may still be issuing IDs. These cases hold every store
+// to what makes that safe: it says when it has no history of a worker ID,
+// it never brings a forgotten lease back, and so a Session on it waits the
+// forgotten holder out, who stops at its next renewal.
+func forgetCases() []testCase {
+	return []testCase{
+		{"a first grant has no history, a grant after a release has", testNoHistory},
+		{"after the store forgets, a grant has no history and the old holder is refused", testForgottenGrant},
+		{"a renewal or release after forgetting does not bring the lease back", testForgottenNotRecreated},
+		{"a session waits out the holder of a forgotten lease", testSessionWaitsOutForgotten},
+	}
+}
+
+func testNoHistory(t *testing.T, e env) {
+	st := e.open(t)
+	a := mustAcquire(t, st, acquireRequest("token-a", 0))
+	if !a.NoHistory {
+		t.Errorf("first grant of worker %d: NoHistory false, want true (the store has no record of it)", a.WorkerID)
+	}
+	const last = 1_700_000_000_000
+	mustRenew(t, st, a, last)
+	if err := st.Release(t.Context(), cluster, a.WorkerID, a.Token, 0); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	b := mustAcquire(t, st, acquireRequest("token-b", 0))
+	if b.WorkerID != a.WorkerID || b.NoHistory || b.LastTimestampMS != last {
+		t.Errorf("grant after release = worker %d, NoHistory %v, last_timestamp_ms %d; want worker %d, false, %d",
+			b.WorkerID, b.NoHistory, b.LastTimestampMS, a.WorkerID, last)
+	}
+}
+
+func testForgottenGrant(t *testing.T, e env) {
+	st := e.open(t)
+	a := mustAcquire(t, st, acquireRequest("token-a", 1))
+	mustRenew(t, st, a, time.Now().UnixMilli())
+	if err := st.CheckLayout(t.Context(), cluster, 0, 1); err != nil {
+		t.Fatalf("CheckLayout: %v", err)
+	}
+	e.forget(t)
+
+	other := e.open(t) // another process, starting after the store forgot
+	b := mustAcquire(t, other, acquireRequest("token-b", 1))
+	if b.WorkerID != a.WorkerID || !b.NoHistory {
+		t.Errorf("grant after forgetting = worker %d, NoHistory %v; want worker %d (free again), NoHistory true",
+			b.WorkerID, b.NoHistory, a.WorkerID)
+	}
+	if _, err := st.Renew(t.Context(), cluster, a.WorkerID, a.Token, time.Minute, 0); !leaseGone(err) {
+		t.Errorf("old holder's Renew after forgetting = %v, want the lease gone (not assigned, token mismatch)", err)
+	}
+	if err := st.Release(t.Context(), cluster, a.WorkerID, a.Token, 0); !leaseGone(err) {
+		t.Errorf("old holder's Release after forgetting = %v, want the lease gone", err)
+	}
+	mustRenew(t, other, b, 0) // the new holder keeps it
+}
+
+func testForgottenNotRecreated(t *testing.T, e env) {
+	st := e.open(t)
+	a := mustAcquire(t, st, acquireRequest("token-a", 1))
+	e.forget(t)
+	if _, err := st.Renew(t.Context(), cluster, a.WorkerID, a.Token, time.Minute, time.Now().UnixMilli()); !leaseGone(err) {
+		t.Errorf("Renew of a forgotten lease = %v, want the lease gone", err)
+	}
+	if err := st.Release(t.Context(), cluster, a.WorkerID, a.Token, time.Now().UnixMilli()); !leaseGone(err) {
+		t.Errorf("Release of a forgotten lease = %v, want the lease gone", err)
+	}
+	// Had either written a record, worker 0 would be held (the grant would
+	// pick 1) or would have a history.
+	b := mustAcquire(t, st, acquireRequest("token-b", 1))
+	if b.WorkerID != a.WorkerID || !b.NoHistory {
+		t.Errorf("grant after refused renewals = worker %d, NoHistory %v; want worker %d, NoHistory true",
+			b.WorkerID, b.NoHistory, a.WorkerID)
+	}
+}
+
+// testSessionWaitsOutForgotten runs the fault on sessions: A holds
+// the only worker ID, the store forgets, B is granted it at once. A must
+// stop (at its next renewal) before B's fence opens, TTL + skew after B's
+// grant.
+func testSessionWaitsOutForgotten(t *testing.T, e env) {
+	const skew = 100 * time.Millisecond
+	session := func(st workerlease.Store, created bool) *workerlease.Session {
+		svc, err := workerlease.NewService(st, workerlease.Config{Cluster: cluster, MaxWorkerID: 0, TTL: e.ttl, StoreCreated: created})
+		if err != nil {
+			t.Fatalf("NewService: %v", err)
+		}
+		s, err := workerlease.NewSession(t.Context(), workerlease.SessionConfig{Service: svc, ClockSkew: skew})
+		if err != nil {
+			t.Fatalf("NewSession: %v", err)
+		}
+		t.Cleanup(func() { _ = s.Close(t.Context(), 0) })
+		return s
+	}
+	// A's process made the store: its first grant need not wait.
+	a := session(e.open(t), true)
+	if !a.Fence(time.Now(), time.Now().UnixMilli()) {
+		t.Fatalf("the first session on a store its process created waits %v; want its fence open at once", a.Opens(time.Now()))
+	}
+	e.forget(t)
+	granted := time.Now()
+	b := session(e.open(t), false)
+	if !b.Lease().NoHistory {
+		t.Fatalf("B's grant after forgetting: NoHistory false")
+	}
+	if wait := b.Opens(time.Now()); wait < e.ttl {
+		t.Errorf("B's fence opens in %v, want at least the TTL %v", wait, e.ttl)
+	}
+	deadline := time.After(3*e.ttl + skew + 5*time.Second)
+	var aStopped time.Duration
+	for !b.Fence(time.Now(), time.Now().UnixMilli()) {
+		if aStopped == 0 {
+			select {
+			case <-a.Done():
+				aStopped = time.Since(granted)
+			default:
+			}
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("B's fence still closed %v after its grant", time.Since(granted))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	opened := time.Since(granted)
+	if aStopped == 0 {
+		t.Fatalf("B's fence opened %v after its grant while A still held its forgotten lease (A: %v)", opened, a.Err())
+	}
+	if !errors.Is(a.Err(), workerlease.ErrLeaseLost) {
+		t.Errorf("A ended with %v, want ErrLeaseLost", a.Err())
+	}
+	t.Logf("A stopped %v after B's grant; B's fence opened %v after it (TTL %v + skew %v)", aStopped, opened, e.ttl, skew)
+}
+
+// leaseGone reports the refusals that tell a holder its lease is no longer
+// its own.
+func leaseGone(err error) bool {
+	return errors.Is(err, workerlease.ErrNotAssigned) || errors.Is(err, workerlease.ErrTokenMismatch) ||
+		errors.Is(err, workerlease.ErrLeaseExpired)
+}
