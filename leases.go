@@ -17,28 +17,38 @@ import (
 // the main store, or a Redis or etcd of their own. Neither is dialled here:
 // a lease store that is down at start is an outage the keeper retries, as
 // the main store's is, not a reason to refuse segment IDs.
-func openLeaseStore(main workerlease.Store, c LeaseConfig) (workerlease.Store, func(), error) {
+func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
 	switch c.Driver {
 	case "redis":
 		st, err := redislease.Open(c.DSN, redislease.Options{})
 		if err != nil {
-			return nil, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
+			return leaseStore{}, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
 		}
-		return st, func() { st.Close() }, nil
+		return leaseStore{Store: st}, func() { st.Close() }, nil
 	case "etcd":
 		st, err := etcdlease.Open(c.DSN, etcdlease.Options{})
 		if err != nil {
-			return nil, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
+			return leaseStore{}, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
 		}
-		return st, func() { st.Close() }, nil
+		return leaseStore{Store: st}, func() { st.Close() }, nil
 	}
-	return main, func() {}, nil
+	return leaseStore{main, main.Created()}, func() {}, nil
+}
+
+// leaseStore is the lease store and whether this process created it, empty
+// (the SQLite file it made, the tables -init-schema made): then a worker ID
+// it has no record of was never leased, and the first grant waits for no
+// forgotten holder. A Redis or etcd is never taken as new: an empty one is
+// also what one that forgot looks like.
+type leaseStore struct {
+	workerlease.Store
+	created bool
 }
 
 // snowflakeParts builds the worker-lease service (always: other processes
 // lease worker IDs through it) and, when snowflake mode is on, this
 // instance's keeper and the source that fences each ID by its session.
-func snowflakeParts(st workerlease.Store, cfg settings, log *slog.Logger, onDriftWait func(time.Duration)) (*workerlease.Service, *workerlease.Keeper, *leased.Source, error) {
+func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, onDriftWait func(time.Duration)) (*workerlease.Service, *workerlease.Keeper, *leased.Source, error) {
 	sf := cfg.Snowflake
 	// Validated once, here, with the 10-year rule of a new deployment
 	// (config.go refused a bad one by key already); every generator built
@@ -51,14 +61,18 @@ func snowflakeParts(st workerlease.Store, cfg settings, log *slog.Logger, onDrif
 		return nil, nil, nil, fmt.Errorf(`key "snowflake.worker_bits"/"snowflake.epoch": %w`, err)
 	}
 	host, _ := os.Hostname()
-	svc, err := workerlease.NewService(st, workerlease.Config{
+	svc, err := workerlease.NewService(st.Store, workerlease.Config{
 		Cluster: sf.Cluster, MaxWorkerID: layout.MaxWorkerID(), TTL: cfg.leaseTTL,
-		Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
+		Holder:       fmt.Sprintf("%s:%d", host, os.Getpid()),
+		StoreCreated: st.created,
 	})
 	if err != nil || !sf.Enabled {
 		return svc, nil, nil, err
 	}
-	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Logger: log})
+	// Two holders' clocks may disagree by up to max_drift_error before a
+	// generator refuses to go on: the wait after a grant with no history
+	// covers that much more than the TTL.
+	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Logger: log, ClockSkew: cfg.driftError})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -52,6 +52,7 @@ type dataStore interface {
 	workerlease.Store
 	leaseHistory
 	ObserveConflicts(func(op string))
+	Created() bool
 	Close() error
 }
 

@@ -47,6 +47,7 @@ const (
 var mysqlDialect = dialect{
 	expand:            mysqlExpand("NOW(3)"),
 	addedColumnsQuery: mysqlAddedColumnsQuery,
+	tableExists:       `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`,
 	isDuplicate:       func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
 	isLostRace: func(err error) bool {
 		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock) ||
@@ -115,8 +116,15 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 	err = m.Ping(ctx)
 	switch {
 	case err == nil && opts.InitSchema:
+		var had bool
+		if had, err = m.leaseTableExists(ctx, x); err == nil {
+			m.created = !had
+		}
 		// Columns first: schema.sql's seeded row names them all.
-		if err = m.upgradeColumns(ctx); err == nil {
+		if err == nil {
+			err = m.upgradeColumns(ctx)
+		}
+		if err == nil {
 			err = applySchema(ctx, x, schemaMySQL)
 		}
 		if err == nil {

@@ -60,6 +60,7 @@ VALUES ('test_business', 0, 100000, 'test_business', {now}, 1)`
 var sqliteDialect = dialect{
 	expand:            sqliteExpand(sqliteNow),
 	addedColumnsQuery: sqliteAddedColumnsQuery,
+	tableExists:       `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
 	isDuplicate:       isSQLiteDuplicate,
 	isLostRace:        isSQLiteDuplicate,
 	oneWriter:         true,
@@ -118,6 +119,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 
 	// One transaction, so handles opening a new file at once create it once.
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		had, err := s.leaseTableExists(ctx, tx)
+		if err != nil {
+			return err
+		}
+		s.created = !had
 		if err := applySchema(ctx, tx, s.q(sqliteSchema)); err != nil {
 			return err
 		}

@@ -53,6 +53,8 @@ type dialect struct {
 	// addedColumnsQuery lists which of the columns added to segments since
 	// the seed's exist (schema_columns.go).
 	addedColumnsQuery string
+	// tableExists counts the tables named by its one argument.
+	tableExists string
 	// oneWriter: the database runs one write transaction at a time (SQLite).
 	// Acquire then looks and claims in one transaction, which costs no
 	// concurrency there and means no caller ever loses a race. On MySQL the
@@ -69,6 +71,21 @@ type db struct {
 	// complete: segments has every added column (once true, for good;
 	// see missingColumns).
 	complete atomic.Bool
+	// created: opening this handle created the worker_leases table.
+	created bool
+}
+
+// Created reports whether opening this handle created the worker_leases
+// table: the lease store is new and empty, made by this process, so a worker
+// ID it has no record of was never leased (workerlease.Config.StoreCreated).
+func (d *db) Created() bool { return d.created }
+
+// leaseTableExists reports whether worker_leases exists, by a query each
+// dialect answers (information_schema on MySQL, sqlite_master on SQLite).
+func (d *db) leaseTableExists(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, d.dialect.tableExists, "worker_leases")
+	return n > 0, err
 }
 
 // q expands a statement template for the dialect.
