@@ -3,13 +3,11 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -275,59 +273,5 @@ func TestTagErrors(t *testing.T) {
 	srv.createTag(t, "no_such_tag", 10)
 	if _, err := c.Next(ctx, "no_such_tag"); err != nil {
 		t.Errorf("Next after creating the tag: %v", err)
-	}
-}
-
-// TestNeverWaitsWhileBuffered freezes the only instance: every buffered ID
-// is still handed out at once, and the call after the last one waits no
-// longer than its context allows.
-func TestNeverWaitsWhileBuffered(t *testing.T) {
-	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
-	srv.createTag(t, "order", 1000)
-	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 500, RequestTimeout: 10 * time.Second})
-	for range 3000 { // warm up: batches of 500
-		if _, err := c.Next(t.Context(), "order"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv.signal(syscall.SIGSTOP)
-	defer srv.signal(syscall.SIGCONT)
-
-	served := 0
-	var slowest time.Duration
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		start := time.Now()
-		_, err := c.Next(ctx, "order")
-		took := time.Since(start)
-		cancel()
-		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("after %d buffered IDs: got %v, want context.DeadlineExceeded", served, err)
-			}
-			if took < 300*time.Millisecond || took > 500*time.Millisecond {
-				t.Errorf("the call past the buffer returned after %v, want its 300ms deadline", took)
-			}
-			break
-		}
-		served++
-		slowest = max(slowest, took)
-		if served > 1000 {
-			t.Fatalf("served %d IDs from a frozen server with batches of 500", served)
-		}
-	}
-	if served == 0 {
-		t.Error("no ID served from the buffer while the server was frozen")
-	}
-	if slowest > 20*time.Millisecond {
-		t.Errorf("a buffered ID took %v; a caller must not wait on the network while its buffer holds IDs", slowest)
-	}
-	t.Logf("%d buffered IDs served while frozen, slowest %v", served, slowest)
-
-	srv.signal(syscall.SIGCONT)
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	if _, err := c.Next(ctx, "order"); err != nil {
-		t.Errorf("Next after the server thawed: %v", err)
 	}
 }

@@ -94,8 +94,16 @@ var (
 	// It is also ErrInvalidStep.
 	ErrInvalidStart = invalid("start", "must be from 1 to "+strconv.FormatInt(MaxUsableID, 10), ErrInvalidStep)
 	// ErrInvalidDescription: CreateTag with a description longer than
-	// MaxDescription characters.
+	// MaxDescription characters, or one that is not text
+	// (ErrDescriptionNotText).
 	ErrInvalidDescription = invalid("description", "longer than "+strconv.Itoa(MaxDescription)+" characters", nil)
+	// ErrDescriptionNotText: CreateTag with a description that is not
+	// UTF-8 or holds a control character (unicode.IsControl: NUL, tab,
+	// CR, LF, DEL, …). It is also ErrInvalidDescription. A front end
+	// whose decoder mends such input without a word (encoding/json makes
+	// U+FFFD of bytes that are not UTF-8) answers it itself when what it
+	// was sent was not text.
+	ErrDescriptionNotText = invalid("description", "must be UTF-8 text without control characters (NUL, tab, line breaks)", ErrInvalidDescription)
 	// ErrUnknownTag: no such tag in the store.
 	ErrUnknownTag = &Error{Kind: KindNotFound, Reason: "unknown app_tag: create it first (POST /tags, or HSET over RESP)"}
 	// ErrTagExists: CreateTag for a tag that is already there.

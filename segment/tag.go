@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/scramble"
@@ -58,8 +59,10 @@ func ValidTag(s string) bool {
 // length, fixed_length 1 to 18, scrambled 6 to 18); ErrInvalidStart, or
 // an error naming the format's range that is also ErrInvalidStart
 // (fixed_length: below 10^Length; scrambled: absent or 1);
-// ErrInvalidDescription. It neither reads nor makes FormatKey: the
-// Allocator makes a scrambled tag's key.
+// ErrInvalidDescription (too long), or ErrDescriptionNotText, which is
+// also ErrInvalidDescription (not UTF-8, or a control character in it: a
+// description is one line of text). It neither reads nor makes FormatKey:
+// the Allocator makes a scrambled tag's key.
 //
 // Every rule a new tag must meet lives here, so that HTTP and RESP refuse
 // the same tags in the same words.
@@ -87,10 +90,24 @@ func checkNewTag(t Tag, maxStep int64, errStep *Error) (Tag, error) {
 	if err := checkNewFormat(&t); err != nil {
 		return t, err
 	}
-	if utf8.RuneCountInString(t.Description) > MaxDescription {
+	switch {
+	case utf8.RuneCountInString(t.Description) > MaxDescription:
 		return t, ErrInvalidDescription
+	case !isText(t.Description):
+		return t, ErrDescriptionNotText
 	}
 	return t, nil
+}
+
+// isText reports whether s is UTF-8 without control characters. Bytes that
+// are not UTF-8 must be refused here, before the store: MySQL refuses them
+// too (error 1366), and that refusal would read as a store fault, which a
+// client retries for ever. Control characters are refused because a
+// description is a one-line label for people: wherever a listing of tags
+// is printed (a terminal, a line-oriented report), a line break in it
+// forges lines, an escape sequence drives the terminal, a NUL cuts it.
+func isText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // Tags returns the store's rows as of the last tag-list reload (every
@@ -111,9 +128,10 @@ func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 // the store and nowhere else. Errors: those of CheckNewTag with
 // Config.MaxStep (ErrInvalidTag, ErrInvalidStep naming the cap,
 // ErrInvalidFormat, ErrInvalidLength, ErrInvalidStart,
-// ErrInvalidDescription), ErrTagExists, ErrFormatUnsupported (the store
-// cannot keep formats yet; its words say how to upgrade it), ErrUnavailable
-// (a store fault, or no key could be made).
+// ErrInvalidDescription, ErrDescriptionNotText), ErrTagExists,
+// ErrFormatUnsupported (the store cannot keep formats yet; its words say
+// how to upgrade it), ErrUnavailable (a store fault, or no key could be
+// made).
 func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 	t, err := checkNewTag(t, a.cfg.MaxStep, a.errStep)
 	if err != nil {

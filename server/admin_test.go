@@ -206,7 +206,8 @@ func adminServer(tb testing.TB, st storetest.Store, token string) http.Handler {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = alloc.Close(ctx) })
-	svc, err := workerlease.NewService(st, workerlease.Config{MaxWorkerID: 7})
+	// The test made the database: no lease of it was forgotten.
+	svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, MaxWorkerID: 7})
 	if err != nil {
 		tb.Fatal(err)
 	}

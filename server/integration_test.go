@@ -45,7 +45,8 @@ func newRealRig(t *testing.T) *realRig {
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
 
-	svc, err := workerlease.NewService(store, workerlease.Config{Holder: "test"})
+	// The test made the database: no lease of it was forgotten.
+	svc, err := workerlease.NewService(store, workerlease.Config{StoreCreated: true, Holder: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

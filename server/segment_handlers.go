@@ -181,6 +181,10 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, e
 	if err != nil {
 		return segment.Tag{}, err
 	}
+	if !jsonText(o["description"]) {
+		// Decoded, it would pass as text with U+FFFD in it.
+		return segment.Tag{}, segment.ErrDescriptionNotText
+	}
 	format, _, err := o.string("format")
 	if err != nil {
 		return segment.Tag{}, err

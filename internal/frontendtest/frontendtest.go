@@ -215,7 +215,8 @@ func Open(tb testing.TB, st storetest.Store) Domain {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = alloc.Close(ctx) })
-	svc, err := workerlease.NewService(st, workerlease.Config{MaxWorkerID: MaxWorkerID, Holder: "frontendtest"})
+	// The test made the database: no lease of it was forgotten.
+	svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, MaxWorkerID: MaxWorkerID, Holder: "frontendtest"})
 	if err != nil {
 		tb.Fatal(err)
 	}
