@@ -40,6 +40,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "advance" {
+		if err := advanceMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "idalloc advance:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "idalloc:", err)
 		os.Exit(1)

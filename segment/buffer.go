@@ -351,8 +351,8 @@ func (b *buffer) fetchLoop() {
 	}
 }
 
-// nextStepLocked is Leaf's adaptive step: a segment that lasted under 15
-// minutes doubles the step, one that lasted over 30 minutes halves it, never
+// nextStepLocked is Leaf's adaptive step: a segment that lasted under
+// TargetDuration doubles the step, one that lasted twice that halves it, never
 // below the row's step nor (unless the row's step is larger) above MaxStep.
 // 0 asks the store for the row's own step.
 func (b *buffer) nextStepLocked() int64 {
@@ -362,11 +362,11 @@ func (b *buffer) nextStepLocked() int64 {
 	step := b.step
 	lasted := b.a.now().Sub(b.lastFetch)
 	switch {
-	case lasted < 15*time.Minute:
+	case lasted < TargetDuration:
 		if 2*step <= b.a.cfg.MaxStep {
 			step *= 2
 		}
-	case lasted >= 30*time.Minute:
+	case lasted >= 2*TargetDuration:
 		step /= 2
 	}
 	return max(step, b.rowStep)

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/idalloc/idalloc/etcdlease"
+	migration "github.com/idalloc/idalloc/migrate" // the root's migrate() is the older command
+	"github.com/idalloc/idalloc/redislease"
+	"github.com/idalloc/idalloc/store"
+)
+
+// Every store advance may be handed can be moved.
+var (
+	_ migration.Segments = (*store.MySQL)(nil)
+	_ migration.Segments = (*store.SQLite)(nil)
+	_ migration.Leases   = (*store.MySQL)(nil)
+	_ migration.Leases   = (*store.SQLite)(nil)
+	_ migration.Leases   = (*redislease.Store)(nil)
+	_ migration.Leases   = (*etcdlease.Store)(nil)
+)
+
+// advanceUsage heads the flag list of `idalloc advance -h`.
+const advanceUsage = `Usage: idalloc advance (-by COUNT | -for DURATION) [-tags a,b] [-instances N]
+                       [-lease-for DURATION] [-only segments|leases] [-dry-run]
+                       [-config PATH]
+
+The step to run after any restore or failover that may have lost writes: a
+database restored from a backup or failed over to an asynchronous replica,
+a Redis or etcd rebuilt or restored from a snapshot. It reads the same
+config file and IDALLOC_* variables as the server and moves, in the stores
+that config names:
+
+  - every tag's max_id (or those of -tags) forward by -by COUNT, or by an
+    estimate from -for DURATION, the span of the lost history: from when
+    the restored data was taken until the last instance that ran on the
+    lost writes stopped. The estimate is, per tag,
+      max(segment.max_step, the tag's step) × (DURATION in 15-minute
+      segments, rounded up, + 2) × -instances
+    since an instance below its step cap takes at most one cap per 15
+    minutes (the adaptive step doubles after a faster segment). A tag that
+    ran faster needs -by, from idalloc_ids_issued_total.
+  - every worker lease's last_timestamp_ms, in every cluster, to at least
+    now + -lease-for (default: -for, and never less than snowflake.lease_ttl
+    + snowflake.max_drift_error, the longest a forgotten holder may still
+    issue IDs), so the next holder of each worker ID starts after it.
+
+Each move is one compare-and-set, retried from the new value when an
+instance wrote in between; nothing is ever lowered. Bad input and unknown
+tags are refused before anything moves. It prints one line per tag and per
+worker lease and a summary. Running it again moves everything further:
+harmless, but it spends numbers.
+
+Flags:
+`
+
+// advanceMain is `idalloc advance`; see advanceUsage.
+func advanceMain(args []string) error {
+	err := advance(args, os.Stdout, os.Stderr, os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage was asked for and printed
+	}
+	return err
+}
+
+// advanceFlags are advance's flags as given.
+type advanceFlags struct {
+	configPath     string
+	configRequired bool // -config was given
+	by             int64
+	forD           time.Duration
+	tags           []string
+	instances      int
+	leaseFor       time.Duration
+	segments       bool
+	leases         bool
+	dryRun         bool
+}
+
+// parseAdvance reads advance's flags and refuses the combinations that make
+// no sense; migration.Advance.Check refuses the values.
+func parseAdvance(args []string, stderr io.Writer) (advanceFlags, error) {
+	var f advanceFlags
+	fs := flag.NewFlagSet("idalloc advance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), advanceUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.configPath, "config", "config.json", "config file (JSON), as the server's")
+	fs.Int64Var(&f.by, "by", 0, "move each tag's max_id forward by this many")
+	fs.DurationVar(&f.forD, "for", 0, "move each tag by an estimate for this span of lost history (e.g. 2h), and the leases to now + it")
+	tags := fs.String("tags", "", "comma-separated tags to move (default: every tag)")
+	fs.IntVar(&f.instances, "instances", 1, "instances that served the tags meanwhile, for -for's estimate")
+	fs.DurationVar(&f.leaseFor, "lease-for", 0, "move the leases to now + this (default: -for, at least snowflake.lease_ttl + snowflake.max_drift_error)")
+	only := fs.String("only", "", `"segments" or "leases": move only those (default: both)`)
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would move, and write nothing")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.configRequired = set["config"]
+	switch *only {
+	case "":
+		f.segments, f.leases = true, true
+	case "segments":
+		f.segments = true
+	case "leases":
+		f.leases = true
+	default:
+		return f, fmt.Errorf(`-only %q: want "segments" or "leases"`, *only)
+	}
+	for t := range strings.SplitSeq(*tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			f.tags = append(f.tags, t)
+		}
+	}
+	switch {
+	case set["by"] && f.by < 1:
+		return f, fmt.Errorf("-by %d: must be at least 1", f.by)
+	case set["for"] && f.forD <= 0:
+		return f, fmt.Errorf("-for %s: must be positive", f.forD)
+	case set["lease-for"] && f.leaseFor <= 0:
+		return f, fmt.Errorf("-lease-for %s: must be positive", f.leaseFor)
+	case set["instances"] && !set["for"]:
+		return f, errors.New("-instances sizes -for's estimate: give it with -for")
+	case set["tags"] && len(f.tags) == 0:
+		return f, errors.New("-tags names no tag")
+	case !f.segments && (set["by"] || set["tags"]):
+		return f, errors.New("-only leases moves no tag: drop -by and -tags")
+	case !f.leases && set["lease-for"]:
+		return f, errors.New("-only segments moves no lease: drop -lease-for")
+	}
+	return f, nil
+}
+
+// advanceOf is the run f asks for under cfg, without its stores.
+func advanceOf(f advanceFlags, cfg settings) migration.Advance {
+	a := migration.Advance{
+		Segments: f.segments,
+		Leases:   f.leases,
+		Tags:     f.tags,
+		LeaseFor: f.leaseFor,
+		LeaseMin: cfg.leaseTTL + cfg.driftError,
+		DryRun:   f.dryRun,
+	}
+	if f.segments {
+		a.By = f.by
+		if f.forD > 0 {
+			a.Estimate = migration.Estimate{For: f.forD, MaxStep: cfg.Segment.MaxStep, Instances: f.instances}
+		}
+	} else {
+		// -for with -only leases only says how far the leases move.
+		a.Estimate.For = f.forD
+	}
+	return a
+}
+
+func advance(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	a, cfg, err := planAdvance(args, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	a.Report = func(line string) { fmt.Fprintln(stdout, line) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	st, err := openStore(ctx, cfg.Driver, cfg.DSN, false)
+	if err != nil {
+		return fmt.Errorf("open %s store: %w", cfg.Driver, err)
+	}
+	defer st.Close()
+	var leases migration.Leases
+	if a.Leases {
+		ls, closeLeases, err := openLeaseStore(st, cfg.Lease)
+		if err != nil {
+			return err
+		}
+		defer closeLeases()
+		leases = ls.Store.(migration.Leases) // every lease store is one (see the top)
+	}
+	return a.Run(ctx, st.(migration.Segments), leases)
+}
+
+// planAdvance parses args, loads the config they name and checks the run:
+// whatever advance refuses, it refuses here, before a connection, let
+// alone a write.
+func planAdvance(args []string, stderr io.Writer, getenv func(string) string) (migration.Advance, settings, error) {
+	f, err := parseAdvance(args, stderr)
+	if err != nil {
+		return migration.Advance{}, settings{}, err
+	}
+	cfg, err := loadConfig(f.configPath, f.configRequired, getenv)
+	if err != nil {
+		return migration.Advance{}, settings{}, err
+	}
+	a := advanceOf(f, cfg)
+	return a, cfg, a.Check()
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	migration "github.com/idalloc/idalloc/migrate"
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+func TestPlanAdvance(t *testing.T) {
+	// snowflake.lease_ttl 30s + snowflake.max_drift_error 1s, the defaults.
+	const leaseMin = 31 * time.Second
+	cfgPath := writeConfig(t, `{"segment": {"max_step": 5000}}`)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    migration.Advance
+		wantErr string // "" for none
+	}{
+		{
+			name: "-by moves every tag and the leases by lease TTL + drift",
+			args: []string{"-by", "5000000"},
+			want: migration.Advance{Segments: true, Leases: true, By: 5_000_000, LeaseMin: leaseMin},
+		},
+		{
+			name: "-for estimates with the config's max_step",
+			args: []string{"-for", "2h", "-instances", "3", "-tags", "a, b,,c", "-dry-run"},
+			want: migration.Advance{Segments: true, Leases: true, LeaseMin: leaseMin, DryRun: true,
+				Estimate: migration.Estimate{For: 2 * time.Hour, MaxStep: 5000, Instances: 3}, Tags: []string{"a", "b", "c"}},
+		},
+		{
+			name: "-lease-for",
+			args: []string{"-by", "1", "-lease-for", "1h"},
+			want: migration.Advance{Segments: true, Leases: true, By: 1, LeaseFor: time.Hour, LeaseMin: leaseMin},
+		},
+		{
+			name: "-only segments",
+			args: []string{"-only", "segments", "-by", "1"},
+			want: migration.Advance{Segments: true, By: 1, LeaseMin: leaseMin},
+		},
+		{
+			name: "-only leases, as far as -for says",
+			args: []string{"-only", "leases", "-for", "2h"},
+			want: migration.Advance{Leases: true, Estimate: migration.Estimate{For: 2 * time.Hour}, LeaseMin: leaseMin},
+		},
+		{
+			name: "-only leases, lease TTL + drift",
+			args: []string{"-only", "leases"},
+			want: migration.Advance{Leases: true, LeaseMin: leaseMin},
+		},
+		{name: "neither -by nor -for", args: nil, wantErr: "give -by COUNT or -for DURATION"},
+		{name: "-by and -for", args: []string{"-by", "1", "-for", "1h"}, wantErr: "-by and -for both given"},
+		{name: "a negative -by", args: []string{"-by", "-5"}, wantErr: "-by -5: must be at least 1"},
+		{name: "-by 0", args: []string{"-by", "0"}, wantErr: "-by 0: must be at least 1"},
+		{name: "a negative -for", args: []string{"-for", "-1h"}, wantErr: "-for -1h0m0s: must be positive"},
+		{name: "-by not a number", args: []string{"-by", "many"}, wantErr: `invalid value "many" for flag -by`},
+		{name: "-for not a duration", args: []string{"-for", "2"}, wantErr: `invalid value "2" for flag -for`},
+		{name: "-instances with -by", args: []string{"-by", "1", "-instances", "2"}, wantErr: "-instances sizes -for's estimate"},
+		{name: "no instance", args: []string{"-for", "1h", "-instances", "0"}, wantErr: "-instances 0 must be at least 1"},
+		{name: "an invalid tag", args: []string{"-by", "1", "-tags", "a b"}, wantErr: `-tags: "a b" is not a tag name`},
+		{name: "-tags naming none", args: []string{"-by", "1", "-tags", ","}, wantErr: "-tags names no tag"},
+		{name: "-lease-for below lease TTL + drift", args: []string{"-by", "1", "-lease-for", "5s"}, wantErr: "-lease-for 5s is below 31s"},
+		{name: "-only what", args: []string{"-only", "tags", "-by", "1"}, wantErr: `-only "tags": want "segments" or "leases"`},
+		{name: "-only leases with -by", args: []string{"-only", "leases", "-by", "1"}, wantErr: "-only leases moves no tag"},
+		{name: "-only segments with -lease-for", args: []string{"-only", "segments", "-by", "1", "-lease-for", "1h"}, wantErr: "-only segments moves no lease"},
+		{name: "an argument left over", args: []string{"-by", "1", "now"}, wantErr: `unexpected argument "now"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := planAdvance(append([]string{"-config", cfgPath}, tc.args...), io.Discard, noEnv)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("planAdvance(%q): %v", tc.args, err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("planAdvance(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+			case tc.wantErr == "" && !reflect.DeepEqual(got, tc.want):
+				t.Errorf("planAdvance(%q) =\n  %+v\nwant\n  %+v", tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAdvanceHelp(t *testing.T) {
+	var stderr bytes.Buffer
+	err := advance([]string{"-h"}, io.Discard, &stderr, noEnv)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "Usage: idalloc advance") {
+		t.Errorf("advance -h = %v, printing %q; want flag.ErrHelp and the usage", err, stderr.String())
+	}
+}
+
+// TestAdvanceCommand runs the command on a SQLite file as an operator
+// does, with the server's config: what it prints, what it moves, and that
+// a refused run moves nothing.
+func TestAdvanceCommand(t *testing.T) {
+	ctx := context.Background()
+	dsn := t.TempDir() + "/idalloc.db"
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q}`, dsn))
+	st, err := store.OpenSQLite(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 100, Start: 1201}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, workerlease.AcquireRequest{Cluster: "default", MaxWorkerID: 3, Token: "token-a", TTL: time.Minute, NowMS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := advance(append([]string{"-config", cfgPath}, args...), &out, io.Discard, noEnv)
+		return out.String(), err
+	}
+	maxIDs := func() string {
+		tags, err := st.Tags(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, tg := range tags {
+			s = append(s, fmt.Sprintf("%s=%d", tg.AppTag, tg.MaxID))
+		}
+		return strings.Join(s, " ")
+	}
+
+	if _, err := run("-by", "10", "-tags", "order,nope"); err == nil || !strings.Contains(err.Error(), `no tag "nope"`) {
+		t.Errorf("advance -tags order,nope = %v, want the unknown tag refused", err)
+	}
+	if _, err := run("-by", "10", "-dry-run"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := maxIDs(), "order=1200 test_business=0"; got != want {
+		t.Errorf("after a refused run and a dry run: %s, want %s (nothing moved)", got, want)
+	}
+
+	before := time.Now()
+	out, err := run("-by", "5000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("idalloc advance -by 5000000:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || lines[0] != "tag order: max_id 1200 → 5001200" || lines[1] != "tag test_business: max_id 0 → 5000000" ||
+		!strings.HasPrefix(lines[2], fmt.Sprintf("lease cluster default worker %d: last_timestamp_ms 0 → ", l.WorkerID)) ||
+		!strings.HasPrefix(lines[3], "advanced: 2 tags moved, 10000000 IDs in all; 1 of 1 worker lease raised to last_timestamp_ms ") {
+		t.Errorf("output:\n%s\nwant a line per tag, one for the lease and the summary", out)
+	}
+	if got, want := maxIDs(), "order=5001200 test_business=5000000"; got != want {
+		t.Errorf("after advance -by 5000000: %s, want %s", got, want)
+	}
+	history, err := st.LeaseTimestamps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := before.Add(31 * time.Second).UnixMilli(); len(history) != 1 || history[0].LastTimestampMS < floor {
+		t.Errorf("lease history after advance = %+v, want last_timestamp_ms at least now + 31s (%d)", history, floor)
+	}
+}

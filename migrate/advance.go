@@ -1,0 +1,313 @@
+// Package migrate holds idalloc's tools that work on a store's data rather
+// than serve it. Advance is the runbook step after a restore or a failover
+// (API.md §3, "A store that forgets"): a database restored from a backup or
+// failed over to an asynchronous replica, or a Redis or etcd rebuilt, has
+// forgotten its last writes, so instances started afterwards would be
+// handed ranges and worker IDs that the lost writes gave out already.
+// Advance moves every tag's max_id past what the lost fetches could have
+// reserved, and every worker lease's last_timestamp_ms past any timestamp a
+// forgotten holder could have used, each by a compare-and-set that never
+// lowers it.
+//
+// The package imports the domain only: the stores come in through the
+// small interfaces Segments and Leases, which package store, redislease
+// and etcdlease implement and main wires up.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// Segments is a store whose tags Advance moves (package store's).
+type Segments interface {
+	// Tags lists every row, ordered by app_tag.
+	Tags(ctx context.Context) ([]segment.Tag, error)
+	// AdvanceTag moves tag's max_id forward by by with a compare-and-set
+	// on the value read, read again after a lost race, and returns the
+	// max_id it moved from and to.
+	AdvanceTag(ctx context.Context, tag string, by int64) (from, to int64, err error)
+}
+
+// Leases is a lease store whose worker IDs Advance raises (package
+// store's, redislease's, etcdlease's).
+type Leases interface {
+	// AdvanceLeases raises every worker ID's last_timestamp_ms, in every
+	// cluster, to at least toMS, each by a compare-and-set that never
+	// lowers it, and calls each with the value before and after; with
+	// dryRun it writes nothing.
+	AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each func(cluster string, workerID, fromMS, toMS int64)) error
+}
+
+// Advance is one run of idalloc advance. Run checks it first; a refusal
+// changes nothing.
+type Advance struct {
+	// Segments moves the tags' max_id.
+	Segments bool
+	// By moves each tag's max_id by this many. 0 sizes each move by
+	// Estimate instead; exactly one of By and Estimate.For is set.
+	By int64
+	// Estimate sizes each tag's move when By is 0.
+	Estimate Estimate
+	// Tags limits the move to these tags; nil means every tag.
+	Tags []string
+
+	// Leases moves the worker leases' last_timestamp_ms.
+	Leases bool
+	// LeaseFor moves each worker ID's last_timestamp_ms to at least now +
+	// LeaseFor. 0 means Estimate.For, and never less than LeaseMin.
+	LeaseFor time.Duration
+	// LeaseMin is the least LeaseFor may be: the instances' lease TTL plus
+	// snowflake.max_drift_error, the longest a holder whose record the
+	// store forgot may go on issuing IDs before it has fenced itself. A
+	// new holder of its worker ID must start after that.
+	LeaseMin time.Duration
+
+	// DryRun reads and reports, and writes nothing.
+	DryRun bool
+	// Now is the clock LeaseFor counts from; nil means time.Now.
+	Now func() time.Time
+	// Report receives each line of output; nil discards them.
+	Report func(line string)
+}
+
+// tally is what Run moved (or, in a dry run, would have moved).
+type tally struct {
+	Tags   int   // tags moved
+	IDs    int64 // the sum of their moves
+	Leases int   // worker IDs seen
+	Raised int   // worker IDs raised (the others were past the floor)
+	ToMS   int64 // the leases' floor
+}
+
+// Check refuses what Run cannot do: nothing to move, -by and -for
+// together or neither, a negative or zero count or duration, an invalid
+// tag name, a LeaseFor below LeaseMin.
+func (a Advance) Check() error {
+	if !a.Segments && !a.Leases {
+		return errors.New("nothing to advance: neither tags nor leases")
+	}
+	if a.Segments {
+		switch {
+		case a.By < 0:
+			return fmt.Errorf("-by %d is negative", a.By)
+		case a.By > 0 && a.Estimate.For != 0:
+			return errors.New("-by and -for both given: give one")
+		case a.By == 0 && a.Estimate.For == 0:
+			return errors.New("give -by COUNT or -for DURATION: how far to move each tag")
+		case a.By == 0:
+			if err := a.Estimate.check(); err != nil {
+				return err
+			}
+		}
+		for _, t := range a.Tags {
+			if !segment.ValidTag(t) {
+				return fmt.Errorf("-tags: %q is not a tag name (^[A-Za-z0-9_.:-]{1,64}$)", t)
+			}
+		}
+	}
+	if a.Leases {
+		switch {
+		case a.LeaseFor < 0:
+			return fmt.Errorf("-lease-for %s is negative", a.LeaseFor)
+		case a.leaseFor() <= 0:
+			return errors.New("give -lease-for or -for: how far past now the leases move")
+		case a.LeaseFor > 0 && a.LeaseFor < a.LeaseMin:
+			return fmt.Errorf("-lease-for %s is below %s, snowflake.lease_ttl + snowflake.max_drift_error: "+
+				"a holder the store forgot may issue IDs that long", a.LeaseFor, a.LeaseMin)
+		}
+	}
+	return nil
+}
+
+// leaseFor is how far past now the leases move.
+func (a Advance) leaseFor() time.Duration {
+	if a.LeaseFor > 0 {
+		return a.LeaseFor
+	}
+	return max(a.Estimate.For, a.LeaseMin)
+}
+
+// move is one tag's planned move.
+type move struct {
+	tag   string
+	maxID int64 // as read
+	by    int64
+}
+
+// Run checks a, then moves the tags in segs and raises the leases in
+// leases (either nil when a leaves it), reporting one line per tag and per
+// worker ID and a summary. Every tag is checked before the first moves: an
+// unknown tag, or a move that would pass a tag's last number (a
+// fixed_length or scrambled tag's digits), is refused with nothing
+// changed. A store failing midway leaves what moved moved (each line
+// printed says what); running again is safe, it only moves further.
+func (a Advance) Run(ctx context.Context, segs Segments, leases Leases) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	if a.Segments && segs == nil || a.Leases && leases == nil {
+		return errors.New("advance: no store to move")
+	}
+	var sum tally
+	var moves []move
+	if a.Segments {
+		var err error
+		if moves, err = a.plan(ctx, segs); err != nil {
+			return err
+		}
+		if a.By == 0 {
+			a.say(a.Estimate.String())
+		}
+	}
+	for _, m := range moves {
+		from, to := m.maxID, m.maxID+m.by
+		if !a.DryRun {
+			var err error
+			if from, to, err = segs.AdvanceTag(ctx, m.tag, m.by); err != nil {
+				a.say(a.summary(sum))
+				return err
+			}
+		}
+		sum.Tags++
+		sum.IDs += to - from
+		a.say(fmt.Sprintf("tag %s: max_id %d → %d%s", shown(m.tag), from, to, a.dry()))
+	}
+	if a.Leases {
+		now := time.Now
+		if a.Now != nil {
+			now = a.Now
+		}
+		sum.ToMS = now().Add(a.leaseFor()).UnixMilli()
+		err := leases.AdvanceLeases(ctx, sum.ToMS, a.DryRun, func(cluster string, workerID, fromMS, toMS int64) {
+			sum.Leases++
+			line := fmt.Sprintf("lease cluster %s worker %d: last_timestamp_ms ", cluster, workerID)
+			if toMS > fromMS {
+				sum.Raised++
+				line += fmt.Sprintf("%d → %d", fromMS, toMS)
+			} else {
+				line += fmt.Sprintf("%d, already at or past %d", fromMS, sum.ToMS)
+			}
+			a.say(line + a.dry())
+		})
+		if err != nil {
+			a.say(a.summary(sum))
+			return err
+		}
+	}
+	a.say(a.summary(sum))
+	return nil
+}
+
+// plan reads the tags and sizes each move, refusing unknown tags and moves
+// past a tag's last number, all of them at once.
+func (a Advance) plan(ctx context.Context, segs Segments) ([]move, error) {
+	rows, err := segs.Tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	named, found := map[string]bool{}, map[string]bool{}
+	for _, t := range a.Tags {
+		named[t] = true
+	}
+	var moves []move
+	var refused []error
+	for _, r := range rows {
+		if len(named) > 0 && !named[r.AppTag] {
+			continue
+		}
+		found[r.AppTag] = true
+		by := a.By
+		if by == 0 {
+			if by, err = a.Estimate.By(r.Step); err != nil {
+				refused = append(refused, fmt.Errorf("tag %q: %w", r.AppTag, err))
+				continue
+			}
+		}
+		last, err := segment.LastNumber(r)
+		switch {
+		case err != nil:
+			refused = append(refused, fmt.Errorf("tag %q: its row holds no format idalloc serves: %w", r.AppTag, err))
+			continue
+		case r.MaxID > last-by:
+			refused = append(refused, fmt.Errorf("tag %q: max_id %d + %d passes %d, the last number of its format %s: "+
+				"leave it out of -tags, or give a smaller -by", r.AppTag, r.MaxID, by, last, formatName(r)))
+			continue
+		}
+		moves = append(moves, move{tag: r.AppTag, maxID: r.MaxID, by: by})
+	}
+	for _, t := range a.Tags {
+		if !found[t] {
+			refused = append(refused, fmt.Errorf("-tags: no tag %q in the store", t))
+			found[t] = true // named twice, refused once
+		}
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("nothing moved: %w", errors.Join(refused...))
+	}
+	return moves, nil
+}
+
+func (a Advance) say(line string) {
+	if a.Report != nil {
+		a.Report(line)
+	}
+}
+
+func (a Advance) dry() string {
+	if a.DryRun {
+		return " (dry run)"
+	}
+	return ""
+}
+
+// summary is the last line of the output.
+func (a Advance) summary(s tally) string {
+	var parts []string
+	if a.Segments {
+		parts = append(parts, fmt.Sprintf("%s moved, %d IDs in all", plural(s.Tags, "tag"), s.IDs))
+	}
+	switch {
+	case a.Leases && s.ToMS == 0:
+		parts = append(parts, "worker leases not reached")
+	case a.Leases:
+		parts = append(parts, fmt.Sprintf("%d of %s raised to last_timestamp_ms %d (%s, now + %s)",
+			s.Raised, plural(s.Leases, "worker lease"), s.ToMS, time.UnixMilli(s.ToMS).UTC().Format(time.RFC3339), a.leaseFor()))
+	}
+	head := "advanced: "
+	if a.DryRun {
+		head = "dry run, nothing written; would have advanced: "
+	}
+	return head + strings.Join(parts, "; ")
+}
+
+// plural is "1 tag", "2 tags".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// shown is a tag's name for the output: quoted unless valid, since a row
+// edited by hand may hold anything a terminal would act on.
+func shown(tag string) string {
+	if segment.ValidTag(tag) {
+		return tag
+	}
+	return strconv.Quote(tag)
+}
+
+// formatName names t's format for a refusal.
+func formatName(t segment.Tag) string {
+	if t.Length == 0 {
+		return string(t.Format)
+	}
+	return fmt.Sprintf("%s(%d)", t.Format, t.Length)
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// AdvanceTag moves tag's max_id forward by by (idalloc advance, after a
+// restore): the same read and compare-and-set as a Fetch of that size,
+// retried from the new value when another writer moved the row in between,
+// so it never lowers max_id and never overlaps a range someone fetched. It
+// returns the max_id it moved from and to. Errors: segment.ErrUnknownTag,
+// segment.ErrExhausted (past math.MaxInt64), a by below 1.
+func (d *db) AdvanceTag(ctx context.Context, tag string, by int64) (from, to int64, err error) {
+	if by < 1 {
+		return 0, 0, fmt.Errorf("advance segment %q: by %d is below 1", tag, by)
+	}
+	var f segment.Fetched
+	err = d.retryRaces(ctx, "advance", func() (err error) {
+		f, err = d.tryFetch(ctx, tag, by)
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("advance segment %q: %w", tag, err)
+	}
+	return f.MaxID - f.Size, f.MaxID, nil
+}
+
+// AdvanceLeases raises the last_timestamp_ms of every worker ID of every
+// cluster to at least toMS, so that the next holder of each starts after
+// it (idalloc advance, after a restore). Each row moves by a
+// compare-and-set on the value read, read again when a holder raised it
+// in between, and is never lowered; a lease stays held. With dryRun
+// nothing is written. each is called once per row with the value before
+// and after (the same when it was at or past toMS already).
+func (d *db) AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each func(cluster string, workerID, fromMS, toMS int64)) error {
+	rows, err := d.LeaseTimestamps(ctx)
+	if err != nil {
+		return fmt.Errorf("advance leases: %w", err)
+	}
+	for _, r := range rows {
+		from := r.LastTimestampMS
+		if !dryRun && from < toMS {
+			if from, err = d.raiseLease(ctx, r, toMS); err != nil {
+				return fmt.Errorf("advance lease of worker ID %d in cluster %q: %w", r.WorkerID, r.Cluster, err)
+			}
+		}
+		each(r.Cluster, r.WorkerID, from, max(from, toMS))
+	}
+	return nil
+}
+
+// raiseLease moves lt's row to toMS from the value read, reading again
+// after each lost race; it returns the value it moved from, which is at or
+// past toMS when a holder got there first.
+func (d *db) raiseLease(ctx context.Context, lt LeaseTimestamp, toMS int64) (int64, error) {
+	cur := lt.LastTimestampMS
+	err := d.retryRaces(ctx, "advance", func() error {
+		if cur >= toMS {
+			return nil
+		}
+		ok, err := execOne(ctx, d.x, `UPDATE worker_leases SET last_timestamp_ms = ?
+			WHERE cluster = ? AND worker_id = ? AND last_timestamp_ms = ?`, toMS, lt.Cluster, lt.WorkerID, cur)
+		if err != nil || ok {
+			return err
+		}
+		err = d.x.GetContext(ctx, &cur, `SELECT last_timestamp_ms FROM worker_leases
+			WHERE cluster = ? AND worker_id = ?`, lt.Cluster, lt.WorkerID)
+		if err != nil {
+			// Rows are never deleted, so a missing one is a fault too.
+			return err
+		}
+		return errLostRace
+	})
+	if err != nil {
+		return 0, err
+	}
+	return cur, nil
+}
