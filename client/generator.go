@@ -87,6 +87,7 @@ type leaseAnswer struct {
 	LeaseMS         int64  `json:"lease_ms"`
 	ExpiresAt       string `json:"expires_at"`
 	LastTimestampMS int64  `json:"last_timestamp_ms"`
+	NoHistory       bool   `json:"no_history"`
 }
 
 // holding is the body of renew and release.
@@ -155,7 +156,7 @@ func (g *Generator) leaseCall(ctx context.Context, path string, body []byte, tok
 			v.Token = token
 		}
 		l = workerlease.Lease{Cluster: v.Cluster, WorkerID: v.WorkerID, Token: v.Token,
-			ExpiresAt: exp.UTC(), LastTimestampMS: v.LastTimestampMS}
+			ExpiresAt: exp.UTC(), LastTimestampMS: v.LastTimestampMS, NoHistory: v.NoHistory}
 		ttl = time.Duration(v.LeaseMS) * time.Millisecond
 		return nil
 	})

@@ -23,6 +23,12 @@ type KeeperConfig struct {
 	Margin time.Duration
 	// RetryInterval is the wait between failed renewals. 0 means 1s.
 	RetryInterval time.Duration
+	// ClockSkew is the most this clock may disagree with other holders'.
+	// When the server's store had no record of the worker ID (never leased,
+	// or forgotten: no_history), the generator issues nothing until the
+	// TTL plus ClockSkew has passed, the longest a holder of a forgotten
+	// lease may go on. 0 means 1s; negative is ErrInvalidConfig.
+	ClockSkew time.Duration
 	// Now is the holder's clock, which must carry a monotonic reading; the
 	// snowflake generator fenced by the Keeper must use the same clock
 	// (Settings sees to it). nil means time.Now.
@@ -66,7 +72,8 @@ type Keeper struct {
 // NewKeeper acquires a worker ID through cfg.Generator, waits until its
 // first renewal has stored a timestamp reservation (before which no ID may
 // be issued), and keeps it. Errors: ErrInvalidConfig (nil Generator, a
-// negative RetryInterval, a Margin out of range); the Generator's errors
+// negative RetryInterval or ClockSkew, a Margin out of range); the
+// Generator's errors
 // (ErrNoAvailableID, ErrUnavailable, ...); the first renewal's error,
 // wrapped in ErrLeaseLost; ctx's.
 func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
@@ -77,6 +84,10 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		return nil, fmt.Errorf("%w: KeeperConfig.RetryInterval %v is negative", ErrInvalidConfig, cfg.RetryInterval)
 	case cfg.Margin < 0:
 		return nil, fmt.Errorf("%w: KeeperConfig.Margin %v is negative", ErrInvalidConfig, cfg.Margin)
+	case cfg.ClockSkew < 0:
+		return nil, fmt.Errorf("%w: KeeperConfig.ClockSkew %v is negative", ErrInvalidConfig, cfg.ClockSkew)
+	case cfg.ClockSkew == 0:
+		cfg.ClockSkew = time.Second // the server's default snowflake.max_drift_error
 	}
 	c := cfg.Generator.c
 	k := &Keeper{now: cfg.Now, ownNow: cfg.Now != nil}
@@ -110,7 +121,7 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	// NewSession releases the grant itself when its first renewal fails.
 	k.session, err = workerlease.NewSession(ctx, workerlease.SessionConfig{
 		Service: svc, Cluster: grant.Cluster, Now: k.now, Margin: cfg.Margin,
-		RetryInterval: cfg.RetryInterval, Logger: cfg.Logger,
+		RetryInterval: cfg.RetryInterval, Logger: cfg.Logger, ClockSkew: cfg.ClockSkew,
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -245,10 +245,12 @@ func (f *fakeLeases) MaxWorkerID() int64 { return 1023 }
 type fakeOwn struct {
 	lease workerlease.Lease
 	held  bool
+	opens time.Duration // the wait of a grant with no history
 }
 
 func (f *fakeOwn) Lease() (workerlease.Lease, bool)  { return f.lease, f.held }
 func (f *fakeOwn) SecondsLeft(now time.Time) float64 { return 12.5 }
+func (f *fakeOwn) Opens(now time.Time) time.Duration { return f.opens }
 
 // rig is a server on fakes.
 type rig struct {

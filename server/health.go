@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -47,6 +48,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) int {
 	if _, found, _ := queryParam(r.URL.RawQuery, "app_tag"); found {
 		return s.handleLeft(w, r)
 	}
+	if wait := s.snowflakeWait(); wait > 0 && state != stateUnavailable {
+		return s.healthWaiting(w, state, wait)
+	}
 	switch state {
 	case stateOK:
 		return send(w, http.StatusOK, healthOK)
@@ -54,6 +58,29 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) int {
 		return send(w, http.StatusOK, healthDegraded)
 	}
 	return s.failWith(w, r, segment.ErrUnavailable, state)
+}
+
+// snowflakeWait is how long until this instance's own lease may issue
+// snowflake IDs, 0 when it may (or there is none).
+func (s *Server) snowflakeWait() time.Duration {
+	if s.own == nil {
+		return 0
+	}
+	return s.own.Opens(time.Now())
+}
+
+// healthWaiting answers /health while the lease waits out a holder the
+// store may have forgotten (API.md §3): segments are served, so the state
+// stands, and the body says how long snowflake IDs wait, for operators and
+// the monitor page; a balancer reads the status code alone.
+func (s *Server) healthWaiting(w http.ResponseWriter, state string, wait time.Duration) int {
+	bp := getBuf()
+	b := append(*bp, okPrefix+`,"status":"`...)
+	b = append(b, state...)
+	b = append(b, `","snowflake":"waiting for any holder of a lease the store may have forgotten","snowflake_wait_ms":`...)
+	b = strconv.AppendInt(b, max(wait.Milliseconds(), 1), 10)
+	*bp = append(b, '}')
+	return sendPooled(w, http.StatusOK, bp)
 }
 
 // handleLeft serves GET /health?app_tag=T.

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +88,26 @@ func TestCloseStopsChecker(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return")
+	}
+}
+
+// TestHealthWhileLeaseWaits: while this instance's lease waits out a holder
+// the store may have forgotten (API.md §3), /health stays 200 with its
+// state (segments are served) and says how long snowflake IDs wait, as
+// /status does for the monitor page.
+func TestHealthWhileLeaseWaits(t *testing.T) {
+	own := &fakeOwn{lease: newFakeLeases().lease, held: true, opens: 28500 * time.Millisecond}
+	rg := newRig(t, func(_ *Config, d *Deps) { d.OwnLease = own })
+	got := rg.do(t, "GET", "/health", "")
+	if got.status != 200 || got.body["status"] != "ok" || got.body["snowflake_wait_ms"] != 28500.0 {
+		t.Errorf("/health while the lease waits: %d %s, want 200 ok with snowflake_wait_ms 28500", got.status, got.raw)
+	}
+	status := rg.do(t, "GET", "/status", "", "Authorization", "Bearer s3cret-admin-token")
+	if !strings.Contains(status.raw, `"opens_in_seconds":28.5`) {
+		t.Errorf("/status lease: %s, want opens_in_seconds 28.5", status.raw)
+	}
+	own.opens = 0
+	if got := rg.do(t, "GET", "/health", ""); got.raw != `{"resp_code":0,"msg":"success","status":"ok"}` {
+		t.Errorf("/health once the wait is over: %s", got.raw)
 	}
 }

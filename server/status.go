@@ -184,6 +184,10 @@ func (s *Server) appendSnowflake(b []byte, now time.Time) []byte {
 	b = appendTime(b, l.ExpiresAt)
 	b = append(b, `,"seconds_left":`...)
 	b = strconv.AppendFloat(b, s.own.SecondsLeft(now), 'f', 1, 64)
+	// A grant the store had no record of issues nothing until any holder
+	// it may have forgotten has fenced itself.
+	b = append(b, `,"opens_in_seconds":`...)
+	b = strconv.AppendFloat(b, s.own.Opens(now).Seconds(), 'f', 1, 64)
 	return append(b, "}}"...)
 }
 

@@ -19,10 +19,13 @@ type Leases interface {
 }
 
 // OwnLease is what the server needs of workerlease.Keeper: this instance's
-// own lease, for GET /workerid and the lease metrics.
+// own lease, for GET /workerid, /health, /status and the lease metrics.
 type OwnLease interface {
 	Lease() (workerlease.Lease, bool)
 	SecondsLeft(now time.Time) float64
+	// Opens is how long until the lease may issue IDs: a grant the store
+	// had no record of waits out any holder it may have forgotten.
+	Opens(now time.Time) time.Duration
 }
 
 // handleOwnLease serves GET /workerid.
@@ -52,6 +55,10 @@ type leaseJSON struct {
 	LeaseMS         int64  `json:"lease_ms"`
 	ExpiresAt       string `json:"expires_at"`
 	LastTimestampMS int64  `json:"last_timestamp_ms"`
+	// NoHistory: the store had no record of the worker ID (never leased,
+	// or forgotten). The holder must issue no ID under it before lease_ms
+	// plus its clock-skew bound has passed (API.md §3).
+	NoHistory bool `json:"no_history,omitempty"`
 }
 
 func (s *Server) leaseJSON(l workerlease.Lease, withToken bool) leaseJSON {
@@ -62,6 +69,7 @@ func (s *Server) leaseJSON(l workerlease.Lease, withToken bool) leaseJSON {
 		LeaseMS:         s.leases.TTL().Milliseconds(),
 		ExpiresAt:       formatTime(l.ExpiresAt),
 		LastTimestampMS: l.LastTimestampMS,
+		NoHistory:       l.NoHistory,
 	}
 	if withToken {
 		out.Token = l.Token

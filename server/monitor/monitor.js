@@ -238,7 +238,10 @@
 
   function renderSnowflake(sf) {
     const l = sf.lease;
-    setText($("sf-mode"), !sf.enabled ? "disabled" : !l || !l.held ? "enabled, no worker ID held" : "enabled");
+    const waiting = l && l.held && l.opens_in_seconds > 0;
+    setText($("sf-mode"), !sf.enabled ? "disabled" : !l || !l.held ? "enabled, no worker ID held" :
+      waiting ? "waiting " + l.opens_in_seconds.toFixed(1) + " s: the lease store had no record of this worker ID (new, or forgotten), so any earlier holder must fence itself first" :
+      "enabled");
     setText($("sf-cluster"), l && l.held ? l.cluster : "–");
     setText($("sf-worker"), l && l.held ? l.worker_id + " (max " + l.max_worker_id + ")" : "–");
     setText($("sf-expires"), l && l.held ? l.seconds_left.toFixed(1) + " s" : "–");
