@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
@@ -37,7 +38,11 @@ type Config struct {
 	// RespIdleTimeout closes a RESP connection that sends nothing for so
 	// long. See DefaultRespIdleTimeout.
 	RespIdleTimeout string `json:"resp_idle_timeout"`
-	ShutdownDrain   string `json:"shutdown_drain"`
+	// RespMaxPending caps, in bytes, the answers a RESP connection may have
+	// waiting for its client to read them; past it the connection is
+	// closed. See resp.DefaultMaxPending.
+	RespMaxPending int    `json:"resp_max_pending"`
+	ShutdownDrain  string `json:"shutdown_drain"`
 	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
 	// HTTP shutdown, the lease release and the give-back. See
 	// DefaultShutdownTimeout.
@@ -67,6 +72,14 @@ const DefaultShutdownTimeout = "25s"
 // for a client's pool to keep connections between bursts, short enough
 // that abandoned ones do not pile up toward resp_max_conns.
 const DefaultRespIdleTimeout = "5m"
+
+// resp_max_pending's bounds: below 256 KiB a client that reads could be
+// cut for a moment's delay in reading a large answer (IDS of 10,000 IDs is
+// 260 KB); above 1 GiB the cap stops protecting anything.
+const (
+	minRespMaxPending = 256 << 10
+	maxRespMaxPending = 1 << 30
+)
 
 // maxMaxConns bounds max_conns and resp_max_conns: far above any real need, below the point
 // where the cap stops protecting anything.
@@ -113,6 +126,7 @@ func defaultConfig() Config {
 		MaxConns:        DefaultMaxConns,
 		RespMaxConns:    DefaultMaxConns,
 		RespIdleTimeout: DefaultRespIdleTimeout,
+		RespMaxPending:  resp.DefaultMaxPending,
 		ShutdownDrain:   "5s",
 		ShutdownTimeout: DefaultShutdownTimeout,
 		Segment:         SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
@@ -254,6 +268,9 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.RespMaxConns < 1 || c.RespMaxConns > maxMaxConns {
 		return s, fmt.Errorf(`key "resp_max_conns": %d is outside 1..%d`, c.RespMaxConns, maxMaxConns)
+	}
+	if c.RespMaxPending < minRespMaxPending || c.RespMaxPending > maxRespMaxPending {
+		return s, fmt.Errorf(`key "resp_max_pending": %d is outside %d..%d (bytes)`, c.RespMaxPending, minRespMaxPending, maxRespMaxPending)
 	}
 	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
 		return s, fmt.Errorf(`key "resp_addr": %q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)

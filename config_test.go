@@ -30,7 +30,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	}
 	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.shutdownDrain != want.shutdownDrain ||
 		got.MaxConns != want.MaxConns || got.shutdownTimeout != want.shutdownTimeout ||
-		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.respIdleTimeout != want.respIdleTimeout ||
+		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.respIdleTimeout != want.respIdleTimeout || got.RespMaxPending != want.RespMaxPending ||
 		got.leaseTTL != want.leaseTTL || !got.epoch.Equal(want.epoch) || got.randomStart != want.randomStart {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
@@ -51,6 +51,10 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"resp_max_conns":1000001}`, `"resp_max_conns"`},
 		{`{"resp_idle_timeout":"forever"}`, `"resp_idle_timeout"`},
 		{`{"resp_idle_timeout":"10ms"}`, `"resp_idle_timeout"`},
+		{`{"resp_max_pending":0}`, `"resp_max_pending"`},
+		{`{"resp_max_pending":262143}`, `"resp_max_pending"`},
+		{`{"resp_max_pending":1073741825}`, `"resp_max_pending"`},
+		{`{"resp_max_pending":"8MiB"}`, `"resp_max_pending"`},
 		{`{"resp_addr":":8880"}`, `"resp_addr"`}, // the default http_addr
 		{`{"resp_addr":6380}`, `"resp_addr"`},
 		{`{"shutdown_timeout":"soon"}`, `"shutdown_timeout"`},
@@ -97,7 +101,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
 	}
 	for _, c := range cases {
 		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)

@@ -199,7 +199,7 @@ func run(args []string) error {
 		}
 		respSrv, err = resp.New(resp.Config{
 			AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
-			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout,
+			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout, MaxPending: cfg.RespMaxPending,
 			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
 			OnSnowflake: metrics.SnowflakeServed,
 		}, respDeps)

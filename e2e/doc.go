@@ -15,6 +15,8 @@
 //     drain, exit status 0);
 //   - a scrambled tag across graceful restarts and a kill -9 (no ID repeats,
 //     every ID of the tag's length);
+//   - 60 Redis-protocol clients that pipeline SNOWFLAKE 1000 and never read
+//     (the process stays small: each is cut at resp_max_pending, counted);
 //   - a 3-node MariaDB Galera cluster (multi-primary) of its own, on loopback
 //     ports, shared by the Galera tests: concurrent store fetches through
 //     every node never overlap; three instances, one per node, step 10, issue

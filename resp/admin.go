@@ -187,12 +187,21 @@ func readTag(tag []byte, pairs [][]byte) (segment.Tag, error) {
 	return t, nil
 }
 
-// integer reads a field's integer value, or refuses it in HTTP's words for
-// a field that is not one.
+// integer reads a field's integer value as a JSON body's would be read:
+// decimal digits without a leading zero, after a '-' if negative (the
+// allocator then refuses it in its own words, as over HTTP). A '+', a
+// leading zero or another base ("+5", "007", "0x10") is refused, as HTTP
+// refuses it, rather than read as the number a reader of the command
+// might not see.
 func integer(field string, b []byte) (int64, error) {
+	digits := b
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	canonical := len(digits) > 0 && '1' <= digits[0] && digits[0] <= '9' || string(b) == "0"
 	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return 0, ownError(classErr, "invalid "+field+": want an integer")
+	if err != nil || !canonical {
+		return 0, ownError(classErr, "invalid "+field+": want an integer, in decimal digits without '+' or leading zeros")
 	}
 	return v, nil
 }

@@ -22,6 +22,8 @@ type session struct {
 	lastTag string
 	num     [20]byte // an ID's digits
 	ids     []int64  // scratch for MGET and IDS
+	// out is the connection as the handlers write to it.
+	out meter
 }
 
 func newSession(id int64, remote string) *session {
@@ -139,12 +141,19 @@ func lookup(name []byte) command {
 }
 
 // serveCommand is redcon's handler: it runs one command of a batch; redcon
-// flushes the batch's answers after the last.
+// flushes the batch's answers after the last, flushEarly before when they
+// are large.
 func (s *Server) serveCommand(c redcon.Conn, cmd redcon.Command) {
 	ses, _ := c.Context().(*session)
 	if ses == nil || ses.closing || len(cmd.Args) == 0 {
 		return
 	}
+	s.run(&ses.out, ses, cmd)
+	s.flushEarly(c, ses)
+}
+
+// run answers one command.
+func (s *Server) run(c redcon.Conn, ses *session, cmd redcon.Command) {
 	defer s.recoverPanic(c, ses)
 	name := lookup(cmd.Args[0])
 	if name == cmdHTTP {
@@ -325,10 +334,12 @@ func (s *Server) writeIDs(c redcon.Conn, ses *session, ids []int64) {
 	}
 }
 
-// parseCount reads a count: digits only (no sign, no spaces), from 1 to
-// limit, as HTTP's count parameter.
+// parseCount reads a count: digits only, from 1 to limit, as HTTP's count
+// parameter. A sign, a space, a leading zero or another base ("+5", "007",
+// "0x10") is refused, not read some way: a proxy or a log reading the
+// command must not see another count than idalloc does.
 func parseCount(b []byte, limit int) (int, bool) {
-	if len(b) == 0 || len(b) > 9 {
+	if len(b) == 0 || len(b) > 9 || b[0] == '0' {
 		return 0, false
 	}
 	n := 0

@@ -11,13 +11,13 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// writeTimeout bounds one write of answers: a client that pipelines and
-// never reads would otherwise hold its connection's goroutine in a write
-// forever (redcon sets no write deadline). It matches the HTTP server's.
+// writeTimeout bounds one write of a connection's backlog (output.go): a
+// client that reads nothing for so long is closed, even under
+// MaxPending. It matches the HTTP server's.
 const writeTimeout = 15 * time.Second
 
-// refuseTimeout bounds the write of a refusal (a protocol error, the
-// connection cap) to a client that is being shut out.
+// refuseTimeout bounds the write of a refusal at the connection cap to a
+// client that is being shut out.
 const refuseTimeout = time.Second
 
 // gateBufSize is the read buffer of a connection: one read from the socket
@@ -36,10 +36,12 @@ var errMaxClients = redcon.AppendError(nil, "ERR max number of clients reached")
 // RESP are never handed over: the commands before them are, and once
 // redcon has served those and asks for more, the client is answered
 // "-ERR Protocol error: …" and redcon is given the error, which makes it
-// close the connection. It also puts a deadline on every write.
+// close the connection. Its writes go through out, which bounds the
+// answers waiting for the client to read them.
 type gateConn struct {
 	net.Conn
 	l   *listener
+	out output
 	f   framer
 	buf []byte
 	// buf[r:w] is read and not yet handed over; buf[:scanned] has been
@@ -121,24 +123,23 @@ func (c *gateConn) fill() error {
 	return nil
 }
 
-// refuse answers the protocol error once and returns it.
+// refuse answers the protocol error once, after the answers still
+// waiting, and returns it.
 func (c *gateConn) refuse() error {
 	if !c.refused {
 		c.refused = true
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(refuseTimeout))
-		_, _ = c.Conn.Write(redcon.AppendError(nil, "ERR "+c.perr.Error()))
+		_, _ = c.out.write(redcon.AppendError(nil, "ERR "+c.perr.Error()))
 	}
 	return c.perr
 }
 
-// Write writes with a deadline; redcon writes once per batch of commands.
-func (c *gateConn) Write(b []byte) (int, error) {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return c.Conn.Write(b)
-}
+// Write is redcon's flush, once per batch of commands (and flushEarly's).
+func (c *gateConn) Write(b []byte) (int, error) { return c.out.write(b) }
 
-// Close closes the socket and gives the connection's slot back.
+// Close writes the answers still waiting (output.wait), closes the socket
+// and gives the connection's slot back.
 func (c *gateConn) Close() error {
+	c.out.wait()
 	err := c.Conn.Close()
 	c.closeOnce.Do(func() { c.l.remove(c) })
 	return err
@@ -161,9 +162,10 @@ func (c *gateConn) stop() {
 // connection at once): after stopAccepting, Accept waits for release.
 type listener struct {
 	net.Listener
-	max     int
-	metrics *Metrics
-	log     func(msg string, args ...any)
+	max        int
+	maxPending int
+	metrics    *Metrics
+	log        func(msg string, args ...any)
 
 	mu      sync.Mutex
 	conns   map[*gateConn]struct{}
@@ -178,9 +180,9 @@ type listener struct {
 	lastRefusal atomic.Int64 // UnixNano of the last cap refusal logged
 }
 
-func newListener(ln net.Listener, max int, m *Metrics, log func(string, ...any)) *listener {
+func newListener(ln net.Listener, max, maxPending int, m *Metrics, log func(string, ...any)) *listener {
 	return &listener{
-		Listener: ln, max: max, metrics: m, log: log,
+		Listener: ln, max: max, maxPending: maxPending, metrics: m, log: log,
 		conns:   make(map[*gateConn]struct{}),
 		stopped: make(chan struct{}), released: make(chan struct{}),
 	}
@@ -212,7 +214,8 @@ func (l *listener) Accept() (net.Conn, error) {
 		full := len(l.conns) >= l.max
 		var c *gateConn
 		if !full {
-			c = &gateConn{Conn: nc, l: l, buf: make([]byte, gateBufSize)}
+			c = &gateConn{Conn: nc, l: l, buf: make([]byte, gateBufSize),
+				out: output{conn: nc, max: l.maxPending, limited: l.metrics.outputLimit}}
 			l.conns[c] = struct{}{}
 		}
 		l.mu.Unlock()

@@ -68,7 +68,7 @@ func (s *Server) del(_ redcon.Conn, _ *session, args [][]byte) error {
 func (s *Server) hello(c redcon.Conn, ses *session, args [][]byte) error {
 	i := 1
 	if len(args) > 1 {
-		if v, err := strconv.Atoi(string(args[1])); err != nil || v != 2 {
+		if string(args[1]) != "2" { // not "02" or "+2", as Redis reads it
 			return errNoProto
 		}
 		i = 2

@@ -55,14 +55,18 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 //
 //	idalloc_resp_commands_total{command,outcome}  commands answered
 //	idalloc_resp_connections                      connections open
+//	idalloc_resp_connections_closed_total{reason} connections the server cut:
+//	                                              reason output_limit, answers
+//	                                              waiting past resp_max_pending
 //
 // Segment IDs issued over RESP are counted with every other in
 // idalloc_ids_issued_total{mode="segment"}, which reads the allocator's own
 // figures. Snowflake IDs are not: that series is package server's count of
 // its own answers.
 type Metrics struct {
-	commands [numCommands][numOutcomes]prometheus.Counter
-	conns    prometheus.Gauge
+	commands    [numCommands][numOutcomes]prometheus.Counter
+	conns       prometheus.Gauge
+	outputLimit prometheus.Counter
 }
 
 // NewMetrics makes the metrics and registers them on reg. It fails only when
@@ -82,7 +86,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			m.commands[c][o] = vec.WithLabelValues(commandNames[c], outcomeNames[o])
 		}
 	}
-	for _, c := range []prometheus.Collector{vec, m.conns} {
+	// Labelled by reason: connections are cut for other reasons too (idle,
+	// bad input), which can join this series rather than new names.
+	closed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "idalloc", Subsystem: "resp", Name: "connections_closed_total",
+		Help: "Redis-protocol connections the server closed, by reason: output_limit (answers waiting for the client to read them passed resp_max_pending).",
+	}, []string{"reason"})
+	m.outputLimit = closed.WithLabelValues("output_limit")
+	for _, c := range []prometheus.Collector{vec, m.conns, closed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

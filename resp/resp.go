@@ -13,10 +13,12 @@
 // commands, calls the handler once per command, and flushes the answers
 // once per batch of pipelined commands (what one read brought), so a
 // pipeline of 10,000 GETs costs a few dozen writes, not 10,000. What redcon
-// lacks is added in front of its reader (conn.go, frame.go): the limits on
-// argument size, argument count and command size, refusing bytes that are
-// not RESP, a write deadline, the connection cap, and a drain that keeps
-// open connections while the listener is closed.
+// lacks is added around its reader and writer (conn.go, frame.go,
+// output.go): the limits on argument size, argument count and command
+// size, refusing bytes that are not RESP, the cap on answers waiting for a
+// client that does not read them (MaxPending, with a write deadline), the
+// connection cap, and a drain that keeps open connections while the
+// listener is closed.
 //
 // The hot path (GET) claims an ID with one atomic add in the allocator and
 // appends its digits to redcon's output buffer: it allocates nothing of its
@@ -97,6 +99,10 @@ type Config struct {
 	// IdleTimeout closes a connection that sends nothing for so long; 0
 	// means 5 minutes.
 	IdleTimeout time.Duration
+	// MaxPending caps the bytes of answers a connection may have waiting
+	// for its client to read them (resp_max_pending); past it the
+	// connection is closed and counted. 0 means DefaultMaxPending (8 MiB).
+	MaxPending int
 	// Version is what INFO and HELLO say this build is.
 	Version string
 	// Logger receives internal errors and the drain; nil discards.
@@ -126,6 +132,7 @@ type Server struct {
 	adminBytes []byte
 	maxBatch   int
 	maxConns   int
+	maxPending int
 	idle       time.Duration
 	version    string
 	started    time.Time
@@ -143,21 +150,22 @@ type Server struct {
 }
 
 // New checks cfg and deps. Errors: a nil Segments, a negative MaxBatch,
-// MaxConns or IdleTimeout.
+// MaxConns, IdleTimeout or MaxPending.
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil {
 		return nil, errors.New("resp: Deps.Segments is required")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 {
-		return nil, errors.New("resp: MaxBatch, MaxConns and IdleTimeout must not be negative")
+	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0 {
+		return nil, errors.New("resp: MaxBatch, MaxConns, IdleTimeout and MaxPending must not be negative")
 	}
 	s := &Server{
 		seg: deps.Segments, flake: deps.Snowflake,
 		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
-		maxBatch: orDefault(cfg.MaxBatch, DefaultMaxBatch),
-		maxConns: orDefault(cfg.MaxConns, DefaultMaxConns),
-		idle:     orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
-		version:  cfg.Version, started: time.Now(),
+		maxBatch:   orDefault(cfg.MaxBatch, DefaultMaxBatch),
+		maxConns:   orDefault(cfg.MaxConns, DefaultMaxConns),
+		maxPending: orDefault(cfg.MaxPending, DefaultMaxPending),
+		idle:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		version:    cfg.Version, started: time.Now(),
 		cutC:    make(chan struct{}),
 		onFlake: cfg.OnSnowflake,
 	}
@@ -201,7 +209,7 @@ func orDefault[T int | time.Duration](v, def T) T {
 // ended, or redcon's error if serving fails. It leaves the dependencies
 // open. A Server serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	l := newListener(ln, s.maxConns, s.metrics, s.log.Warn)
+	l := newListener(ln, s.maxConns, s.maxPending, s.metrics, s.log.Warn)
 	s.cutMu.Lock()
 	s.ln = l
 	s.cutMu.Unlock()
@@ -265,15 +273,20 @@ func (s *Server) accept(c redcon.Conn) bool {
 	s.nextID++
 	id := s.nextID
 	s.cutMu.Unlock()
-	c.SetContext(newSession(id, c.RemoteAddr()))
+	ses := newSession(id, c.RemoteAddr())
+	ses.out.Conn = c
+	c.SetContext(ses)
 	return true
 }
 
 // closed is redcon's callback when a connection ends, called under its
-// server-wide lock: it only logs refusals of bad input, at debug level.
+// server-wide lock: it only logs refusals of bad input and the output
+// limit, at debug level (the limit is counted in the metrics).
 func (s *Server) closed(c redcon.Conn, err error) {
 	if pe, ok := errors.AsType[*protocolError](err); ok {
 		s.log.Debug("resp: connection closed on bad input", "remote", c.RemoteAddr(), "err", pe)
+	} else if errors.Is(err, errOutputLimit) {
+		s.log.Debug("resp: connection closed: answers waiting past resp_max_pending", "remote", c.RemoteAddr(), "resp_max_pending", s.maxPending)
 	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("resp: connection ended", "remote", c.RemoteAddr(), "err", err)
 	}

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRespMaxPending: 60 Redis-protocol clients pipeline SNOWFLAKE 1000
+// (29 bytes sent, 26 KB answered) in 32 KB writes and never read, dialling
+// again whenever they are cut, for at least 5 s. Each connection may hold
+// resp_max_pending (1 MiB here) of answers waiting and is cut past it, so
+// the process holds about 60 MiB of answers at most (without the cap, each
+// connection held the answers to all it had read while its write was
+// blocked), and the cuts are counted in
+// idalloc_resp_connections_closed_total{reason="output_limit"}.
+func TestRespMaxPending(t *testing.T) {
+	env := setup(t)
+	const (
+		clients    = 60
+		maxPending = 1 << 20
+		maxRSS     = 300 << 20
+		minLoad    = 5 * time.Second
+		maxLoad    = 30 * time.Second
+	)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	respAddr := "127.0.0.1:" + strconv.Itoa(port)
+	in := startInstance(t, env, "pending", env.db.newDatabase(t), config(map[string]any{
+		"resp_addr": respAddr, "resp_max_pending": maxPending,
+		"snowflake": map[string]any{"enabled": true},
+	}), true)
+	pid := in.pid()
+	startRSS, err := vmRSS(pid)
+	if err != nil {
+		t.Skipf("e2e: cannot read the server's VmRSS: %v", err)
+	}
+	waitRespSnowflake(t, respAddr)
+
+	one := "*2\r\n$9\r\nSNOWFLAKE\r\n$4\r\n1000\r\n"
+	chunk := []byte(strings.Repeat(one, 32<<10/len(one)))
+	stop := make(chan struct{})
+	var cutSeen atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() { neverRead(respAddr, chunk, stop, &cutSeen) })
+	}
+
+	var peak int64
+	const metric = "idalloc_resp_connections_closed_total"
+	began := time.Now()
+	for tick := 0; ; tick++ {
+		if rss, err := vmRSS(pid); err == nil {
+			peak = max(peak, rss)
+		}
+		elapsed := time.Since(began)
+		if elapsed >= minLoad && tick%25 == 0 {
+			if cut, _ := metricSum(in, metric); cut > 0 || elapsed >= maxLoad {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	cut, ok := metricSum(in, metric)
+	t.Logf("resp_max_pending %d KiB, %d clients that never read, %s: VmRSS %d MB at start, peak %d MB; %.0f connections closed at the output limit (%d cuts seen by the clients)",
+		maxPending>>10, clients, time.Since(began).Round(time.Second), startRSS>>20, peak>>20, cut, cutSeen.Load())
+	if peak > maxRSS {
+		t.Errorf("peak VmRSS %d MB, want under %d MB", peak>>20, maxRSS>>20)
+	}
+	if !ok || cut == 0 {
+		t.Errorf(`%s{reason="output_limit"} = %v (present: %v), want it above 0`, metric, cut, ok)
+	}
+}
+
+// neverRead dials addr and writes chunk over and over without reading,
+// dialling again when the server cuts the connection, until stop.
+func neverRead(addr string, chunk []byte, stop <-chan struct{}, cuts *atomic.Int64) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		for err == nil {
+			select {
+			case <-stop:
+				_ = c.Close()
+				return
+			default:
+			}
+			_ = c.SetWriteDeadline(time.Now().Add(250 * time.Millisecond))
+			_, err = c.Write(chunk)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				err = nil // the server is busy with the commands before
+			}
+		}
+		cuts.Add(1)
+		_ = c.Close()
+	}
+}
+
+// waitRespSnowflake waits until SNOWFLAKE over RESP at addr answers an ID:
+// the worker lease is held.
+func waitRespSnowflake(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		reply, err := respCommand(addr, "SNOWFLAKE\r\n")
+		if err == nil && strings.HasPrefix(reply, "$") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SNOWFLAKE over RESP: %q %v, want an ID within 20s", reply, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// respCommand sends one inline command on a new connection and returns the
+// first line of the answer.
+func respCommand(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	return bufio.NewReader(c).ReadString('\n')
+}
+
+// vmRSS reads the resident set size of process pid from /proc.
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS line")
+}
