@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,7 +26,7 @@ func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
 		if err != nil {
 			return leaseStore{}, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
 		}
-		return leaseStore{Store: st}, func() { st.Close() }, nil
+		return leaseStore{Store: st, persistence: st.CheckPersistence}, func() { st.Close() }, nil
 	case "etcd":
 		st, err := etcdlease.Open(c.DSN, etcdlease.Options{})
 		if err != nil {
@@ -32,7 +34,7 @@ func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
 		}
 		return leaseStore{Store: st}, func() { st.Close() }, nil
 	}
-	return leaseStore{main, main.Created()}, func() {}, nil
+	return leaseStore{Store: main, created: main.Created()}, func() {}, nil
 }
 
 // leaseStore is the lease store and whether this process created it, empty
@@ -43,6 +45,28 @@ func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
 type leaseStore struct {
 	workerlease.Store
 	created bool
+	// persistence says whether the store keeps leases across its own
+	// restart (redislease.CheckPersistence); nil when there is nothing to
+	// ask.
+	persistence func(context.Context) error
+}
+
+// warnPersistence logs, at start, a lease store that keeps nothing across
+// its restart, or that would not say (API.md §3). Leases stay safe either
+// way; the warning names the risk (a wait after every loss, and a replica
+// or snapshot that needs idalloc advance) and the fix.
+func (ls leaseStore) warnPersistence(ctx context.Context, log *slog.Logger) {
+	if ls.persistence == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	switch err := ls.persistence(ctx); {
+	case errors.Is(err, redislease.ErrNotPersistent), errors.Is(err, redislease.ErrPersistenceUnknown):
+		log.Warn("lease store: " + err.Error())
+	case err != nil:
+		log.Warn("lease store: could not check whether Redis keeps leases on disk", "err", err)
+	}
 }
 
 // snowflakeParts builds the worker-lease service (always: other processes

@@ -176,6 +176,7 @@ func run(args []string) error {
 		return err
 	}
 	defer closeLeaseStore()
+	leaseStore.warnPersistence(ctx, log)
 	leases, keeper, source, err := snowflakeParts(leaseStore, cfg, log, metrics.DriftWaited)
 	if err != nil {
 		return err
