@@ -18,6 +18,7 @@ func TestNewSessionInvalid(t *testing.T) {
 		{"negative margin", SessionConfig{Service: svc, Margin: -time.Second}},
 		{"margin of half the TTL", SessionConfig{Service: svc, Margin: testTTL / 2}},
 		{"negative retry", SessionConfig{Service: svc, RetryInterval: -time.Second}},
+		{"negative clock skew", SessionConfig{Service: svc, ClockSkew: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

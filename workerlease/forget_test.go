@@ -1,0 +1,64 @@
+package workerlease
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestSessionWaitsWithoutHistory follows a grant the store has no record
+// of, on the fake clock: the lease is held and renewed at once, but the
+// fence stays closed until TTL + ClockSkew after the grant was asked for.
+func TestSessionWaitsWithoutHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const skew = time.Second
+		svc := newTestService(t, NewMemoryStore(nil), Config{TTL: testTTL})
+		s, err := NewSession(t.Context(), SessionConfig{Service: svc, ClockSkew: skew})
+		if err != nil {
+			t.Fatalf("NewSession: %v", err)
+		}
+		defer s.Close(t.Context(), 0)
+		if !s.Lease().NoHistory {
+			t.Fatalf("first grant on a store not made by this process: NoHistory false")
+		}
+		if got, want := s.Opens(time.Now()), testTTL+skew; got != want {
+			t.Errorf("Opens() = %v, want %v", got, want)
+		}
+		time.Sleep(testTTL + skew - time.Nanosecond)
+		synctest.Wait()
+		if fenceNow(s) {
+			t.Errorf("fence open %v after the grant, before TTL + ClockSkew", testTTL+skew-time.Nanosecond)
+		}
+		if _, held := s.Renewed(); !held {
+			t.Errorf("lease not held while waiting: the session must renew meanwhile")
+		}
+		time.Sleep(time.Nanosecond)
+		if !fenceNow(s) || s.Opens(time.Now()) != 0 {
+			t.Errorf("fence closed at TTL + ClockSkew (Opens %v)", s.Opens(time.Now()))
+		}
+	})
+}
+
+// TestStoreCreatedTrust: grants on a store this process made skip the wait
+// until a lease is found gone; then every grant with no history waits.
+func TestStoreCreatedTrust(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := NewMemoryStore(nil)
+		svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 3, StoreCreated: true})
+		a, err := svc.Acquire(t.Context(), "", "")
+		if err != nil || a.NoHistory {
+			t.Fatalf("first grant = %+v, %v; want one without the wait", a, err)
+		}
+		if b, err := svc.Acquire(t.Context(), "", ""); err != nil || b.NoHistory {
+			t.Fatalf("second grant = %+v, %v; want one without the wait", b, err)
+		}
+		mem.Forget()
+		if _, err := svc.Renew(t.Context(), "", a.WorkerID, a.Token, 0); !errors.Is(err, ErrNotAssigned) {
+			t.Fatalf("Renew after Forget = %v, want ErrNotAssigned", err)
+		}
+		if c, err := svc.Acquire(t.Context(), "", ""); err != nil || !c.NoHistory {
+			t.Errorf("grant after a lease was found gone = %+v, %v; want NoHistory", c, err)
+		}
+	})
+}
