@@ -96,7 +96,10 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, onDriftWait f
 	// Two holders' clocks may disagree by up to max_drift_error before a
 	// generator refuses to go on: the wait after a grant with no history
 	// covers that much more than the TTL.
-	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Logger: log, ClockSkew: cfg.driftError})
+	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{
+		Service: svc, Logger: log, ClockSkew: cfg.driftError,
+		Layout: &workerlease.Layout{EpochMS: layout.Epoch.UnixMilli(), WorkerBits: layout.WorkerBits},
+	})
 	if err != nil {
 		return nil, nil, nil, err
 	}

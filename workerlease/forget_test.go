@@ -62,3 +62,27 @@ func TestStoreCreatedTrust(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionChecksLayoutAfterGrant: a store that forgot its leases forgot
+// the cluster's layout too, and the first holder after records its own; a
+// holder of another layout is refused at its next grant, which it gives
+// back.
+func TestSessionChecksLayoutAfterGrant(t *testing.T) {
+	mem := NewMemoryStore(nil)
+	svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 1, StoreCreated: true})
+	if err := svc.CheckLayout(t.Context(), "", 0, 1); err != nil {
+		t.Fatalf("CheckLayout: %v", err)
+	}
+	_, err := NewSession(t.Context(), SessionConfig{Service: svc, Layout: &Layout{EpochMS: 1000, WorkerBits: 1}})
+	if !errors.Is(err, ErrLayoutMismatch) {
+		t.Fatalf("NewSession with another layout = %v, want ErrLayoutMismatch", err)
+	}
+	if got := mustLease(t, mem, 0); !got.released {
+		t.Errorf("the grant refused for its layout was not given back: %+v", got)
+	}
+	s, err := NewSession(t.Context(), SessionConfig{Service: svc, Layout: &Layout{EpochMS: 0, WorkerBits: 1}})
+	if err != nil {
+		t.Fatalf("NewSession with the cluster's layout: %v", err)
+	}
+	s.Close(t.Context(), 0)
+}
