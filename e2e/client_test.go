@@ -56,6 +56,9 @@ type reply struct {
 	Cluster     string  `json:"cluster"`
 	TimestampMS int64   `json:"timestamp_ms"`
 	Sequence    int64   `json:"sequence"`
+	// SnowflakeWaitMS is /health's wait of a lease the store may have
+	// forgotten, 0 when there is none.
+	SnowflakeWaitMS int64 `json:"snowflake_wait_ms"`
 }
 
 // timedCall is one request as a load client saw it: when it was sent, when

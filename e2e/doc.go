@@ -11,6 +11,11 @@
 //     degraded, resp_code 3 with Retry-After at once, recovery on SIGCONT);
 //   - a snowflake instance frozen past its worker lease TTL while another
 //     takes its worker ID over (no duplicate, no ID under a lapsed lease);
+//   - a lease store that forgets while an instance holds a worker ID under
+//     load (FLUSHALL and a restart of a private Redis without persistence,
+//     a private etcd's data wiped, the SQL worker_leases rows deleted), and a
+//     second instance starts at once: no duplicate, the new grant waits out
+//     TTL + max_drift_error (needs redis-server, etcd);
 //   - SIGTERM under load (/health draining at once, /alloc served through the
 //     drain, exit status 0);
 //   - a scrambled tag across graceful restarts and a kill -9 (no ID repeats,

@@ -8,7 +8,9 @@
 //	st, err := etcdlease.Open(srv.DSN(), etcdlease.Options{})
 //
 // Stop, Kill and Restart take the server down and bring it back on the same
-// ports and data, for tests of a store that is unreachable for a while.
+// ports and data, for tests of a store that is unreachable for a while;
+// Wipe brings it back on the same ports with no data, for tests of a store
+// that forgets.
 // It is imported by tests only.
 package etcdtest
 
@@ -108,6 +110,19 @@ func (s *Server) Restart(tb testing.TB) {
 	if err := s.start(); err != nil {
 		tb.Fatalf("etcdtest: restart: %v", err)
 	}
+}
+
+// Wipe kills the server, deletes its data directory and starts it again on
+// the same ports: an etcd rebuilt from nothing, which remembers no key, lease
+// or revision, where its clients reconnect without being told. It fails tb
+// when the server does not come back.
+func (s *Server) Wipe(tb testing.TB) {
+	tb.Helper()
+	s.Kill()
+	if err := os.RemoveAll(s.dataDir); err != nil {
+		tb.Fatalf("etcdtest: wipe %s: %v", s.dataDir, err)
+	}
+	s.Restart(tb)
 }
 
 // Stop stops the server gracefully (SIGTERM, then SIGKILL after 5s) and

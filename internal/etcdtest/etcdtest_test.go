@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 func TestStopRestartKill(t *testing.T) {
@@ -46,5 +48,33 @@ func TestServersArePrivate(t *testing.T) {
 	a.Stop()
 	if !healthy(ctx, hc, b.Endpoints()[0]+"/health") {
 		t.Fatalf("stopping one server took down the other")
+	}
+}
+
+// TestWipe: after Wipe the server answers on the same endpoint and holds
+// none of the keys written before, to the same client.
+func TestWipe(t *testing.T) {
+	srv := Start(t)
+	c, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	if _, err := c.Put(ctx, "k", "v"); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	dsn := srv.DSN()
+	srv.Wipe(t)
+	if srv.DSN() != dsn {
+		t.Fatalf("DSN after Wipe %q, want the same %q", srv.DSN(), dsn)
+	}
+	r, err := c.Get(ctx, "k")
+	if err != nil {
+		t.Fatalf("get after Wipe: %v", err)
+	}
+	if len(r.Kvs) != 0 {
+		t.Fatalf("key k after Wipe: %q, want none", r.Kvs[0].Value)
 	}
 }
