@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/internal/etcdtest"
+	"github.com/idalloc/idalloc/internal/redistest"
 )
 
 // A store that forgets (API.md §3, §5 guarantee 7): instance A holds worker
@@ -30,16 +31,16 @@ const (
 // TestStoreForgetsRedisFlushAll: FLUSHALL on a private Redis.
 func TestStoreForgetsRedisFlushAll(t *testing.T) {
 	env := setup(t)
-	rs := startRedis(t)
-	storeForgets(t, env, redisLease(rs), func(t *testing.T, _ string) { rs.flushAll(t) })
+	rs := redistest.Start(t)
+	storeForgets(t, env, redisLease(rs), func(t *testing.T, _ string) { rs.FlushAll(t) })
 }
 
 // TestStoreForgetsRedisRestarted: a private Redis without persistence is
 // killed and started again on the same port, empty.
 func TestStoreForgetsRedisRestarted(t *testing.T) {
 	env := setup(t)
-	rs := startRedis(t)
-	storeForgets(t, env, redisLease(rs), func(t *testing.T, _ string) { rs.restart(t) })
+	rs := redistest.Start(t)
+	storeForgets(t, env, redisLease(rs), func(t *testing.T, _ string) { rs.Restart(t) })
 }
 
 // TestStoreForgetsEtcdWiped: a private etcd is killed, its data directory
@@ -62,8 +63,8 @@ func TestStoreForgetsSQLRowsDeleted(t *testing.T) {
 	})
 }
 
-func redisLease(rs *redisServer) map[string]any {
-	return map[string]any{"driver": "redis", "dsn": "redis://" + rs.addr() + "/0"}
+func redisLease(rs *redistest.Server) map[string]any {
+	return map[string]any{"driver": "redis", "dsn": "redis://" + rs.Addr() + "/0"}
 }
 
 // storeForgets runs the scenario on lease store lease; forget makes the store
