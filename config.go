@@ -26,8 +26,9 @@ type Config struct {
 	DSN        string `json:"dsn"`
 	AdminToken string `json:"admin_token"`
 	MaxBatch   int    `json:"max_batch"`
-	// MaxConns caps the open HTTP connections; at the cap new ones wait in
-	// the accept queue until one closes. See DefaultMaxConns.
+	// MaxConns caps the open HTTP connections; at the cap a new one
+	// closes the longest-idle keep-alive connection, or waits when none is
+	// idle (conns.go). See DefaultMaxConns.
 	MaxConns int `json:"max_conns"`
 	// RespAddr is where the Redis-protocol front end listens (API.md §6);
 	// empty turns it off.

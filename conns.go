@@ -2,7 +2,11 @@ package main
 
 import (
 	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultMaxConns is the default of max_conns. An open HTTP connection costs
@@ -13,47 +17,126 @@ import (
 // too (resp_max_conns, API.md §6).
 const DefaultMaxConns = 10_000
 
-// connLimiter is a net.Listener that holds at most max connections open, like
-// golang.org/x/net/netutil.LimitListener, and can close every one it holds.
-// At the cap it stops accepting: further connections wait in the kernel's
-// accept queue (they are not refused) until one closes. closeAll is how the
-// stop cuts connections that outlive their share of shutdown_timeout.
+// connLimiter is a net.Listener that holds at most max connections open and
+// can close every one it holds (closeAll: how the stop cuts connections
+// that outlive their share of shutdown_timeout).
+//
+// At the cap, a new connection is accepted and the connection idle the
+// longest (an HTTP/1.1 keep-alive connection between requests, as
+// http.Server's ConnState hook reports it: connState) is closed to make
+// room, so that one client holding thousands of idle connections cannot
+// keep others out for the idle timeout (API.md §5.8). Closing a keep-alive
+// connection between requests is allowed by HTTP/1.1, and clients reopen
+// one and retry an idempotent request that raced the close. Only when no
+// connection is idle, every one in a request or yet to send its first
+// (which ReadHeaderTimeout bounds), does the new connection wait, unserved,
+// until one closes or goes idle; later ones wait in the kernel's accept
+// queue. Connections are never refused. The RESP front end has a limiter
+// of its own (resp/), which answers a connection over resp_max_conns with
+// an error and closes it.
+//
+// There is no per-client share. The peer address is the only identity a
+// client cannot forge, and behind nginx (deploy/), a cloud load balancer
+// or a NAT every client has the same one: a per-address cap would cut off
+// the proxy. And with idle connections closed first, what one address can
+// still hold is connections in a request, which the server's timeouts
+// bound to seconds.
 type connLimiter struct {
 	net.Listener
-	sem       chan struct{} // one token per open connection
-	done      chan struct{} // closed by Close, to release a blocked Accept
+	max       int
+	done      chan struct{} // closed by Close, to release an Accept waiting for room
+	freed     chan struct{} // a connection closed or went idle; buffered, one pending
 	closeOnce sync.Once
+
+	idleClosed atomic.Int64 // idle connections closed to make room
 
 	mu    sync.Mutex
 	conns map[*limitedConn]struct{}
+	idle  idleList
 }
 
 func limitConns(ln net.Listener, max int) *connLimiter {
 	return &connLimiter{
 		Listener: ln,
-		sem:      make(chan struct{}, max),
+		max:      max,
 		done:     make(chan struct{}),
+		freed:    make(chan struct{}, 1),
 		conns:    make(map[*limitedConn]struct{}),
 	}
 }
 
-// Accept waits for a free slot, then for a connection.
+// Accept accepts a connection, then makes room for it under the cap.
+// Accepting before making room means an idle connection is closed only for
+// a client that is there.
 func (l *connLimiter) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
 		return nil, err
 	}
 	lc := &limitedConn{Conn: c, l: l}
-	l.mu.Lock()
-	l.conns[lc] = struct{}{}
-	l.mu.Unlock()
+	if err := l.admit(lc); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	return lc, nil
+}
+
+// admit adds lc to the open connections once there is room, closing the
+// longest-idle connection while there is none; with none idle it waits.
+func (l *connLimiter) admit(lc *limitedConn) error {
+	for {
+		l.mu.Lock()
+		if len(l.conns) < l.max {
+			l.conns[lc] = struct{}{}
+			l.mu.Unlock()
+			return nil
+		}
+		oldest := l.idle.popFront()
+		l.mu.Unlock()
+		if oldest != nil {
+			l.idleClosed.Add(1)
+			_ = oldest.Close()
+			continue
+		}
+		select {
+		case <-l.freed:
+		case <-l.done:
+			return net.ErrClosed
+		}
+	}
+}
+
+// connState is http.Server's ConnState hook: it keeps the idle list, in
+// the order the connections went idle. net/http reports a connection
+// active once its next request's header is read, so one closed as idle
+// may have a request arriving on it: the same race as the idle timeout's
+// and http.Server.Shutdown's, which HTTP/1.1 clients answer by retrying an
+// idempotent request on a new connection (RFC 9112 §9.3.1).
+func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	_, open := l.conns[lc]
+	switch {
+	case state == http.StateIdle && open:
+		l.idle.pushBack(lc)
+	case state != http.StateIdle:
+		l.idle.remove(lc)
+	}
+	l.mu.Unlock()
+	if state == http.StateIdle {
+		l.nudge()
+	}
+}
+
+// nudge wakes an Accept waiting for room.
+func (l *connLimiter) nudge() {
+	select {
+	case l.freed <- struct{}{}:
+	default:
+	}
 }
 
 // Close closes the listener; open connections stay open.
@@ -86,12 +169,36 @@ func (l *connLimiter) closeAll() {
 	}
 }
 
+// register puts the limiter's figures on reg, so that an operator sees the
+// cap reached (deploy/README.md, Metrics).
+func (l *connLimiter) register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "idalloc", Subsystem: "http", Name: "connections",
+			Help: "HTTP connections open, at most max_conns.",
+		}, func() float64 { return float64(l.open()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "idalloc", Subsystem: "http", Name: "idle_connections_closed_total",
+			Help: "Idle keep-alive HTTP connections closed to make room for a new one at max_conns.",
+		}, func() float64 { return float64(l.idleClosed.Load()) }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // limitedConn gives its slot back when closed, once however often Close is
 // called.
 type limitedConn struct {
 	net.Conn
 	l    *connLimiter
 	once sync.Once
+
+	// Guarded by l.mu: its place in l.idle.
+	idle       bool
+	prev, next *limitedConn
 }
 
 func (c *limitedConn) Close() error {
@@ -99,8 +206,55 @@ func (c *limitedConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
+		c.l.idle.remove(c)
 		c.l.mu.Unlock()
-		<-c.l.sem
+		c.l.nudge()
 	})
 	return err
+}
+
+// idleList is the idle connections, longest idle first. It is linked
+// through the connections themselves, so going idle and active, twice per
+// request, allocates nothing.
+type idleList struct {
+	front, back *limitedConn
+}
+
+func (q *idleList) pushBack(c *limitedConn) {
+	if c.idle {
+		return
+	}
+	c.idle, c.prev, c.next = true, q.back, nil
+	if q.back != nil {
+		q.back.next = c
+	} else {
+		q.front = c
+	}
+	q.back = c
+}
+
+func (q *idleList) remove(c *limitedConn) {
+	if !c.idle {
+		return
+	}
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		q.front = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		q.back = c.prev
+	}
+	c.idle, c.prev, c.next = false, nil, nil
+}
+
+// popFront removes and returns the longest-idle connection, or nil.
+func (q *idleList) popFront() *limitedConn {
+	c := q.front
+	if c != nil {
+		q.remove(c)
+	}
+	return c
 }

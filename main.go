@@ -156,6 +156,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := conns.register(reg); err != nil {
+		return err
+	}
 	st.ObserveConflicts(metrics.StoreConflict)
 	var respMetrics *resp.Metrics
 	if respLn != nil {
@@ -187,7 +190,7 @@ func run(args []string) error {
 	}
 	srv, err := server.New(server.Config{
 		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
-		Logger: log, Metrics: metrics, Gatherer: reg,
+		Logger: log, Metrics: metrics, Gatherer: reg, ConnState: conns.connState,
 	}, deps)
 	if err != nil {
 		return err

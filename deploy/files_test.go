@@ -180,6 +180,45 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
+// TestPrometheusSendsTheAdminToken: compose always sets an admin token,
+// and with one /metrics needs it, so the stack's Prometheus sends it:
+// prometheus.yml's idalloc job reads it from promTokenFile, which compose's
+// prometheus service writes from IDALLOC_ADMIN_TOKEN at each start, on a
+// tmpfs, before it runs Prometheus.
+func TestPrometheusSendsTheAdminToken(t *testing.T) {
+	prom := readFile(t, "prometheus.yml")
+	_, job, _ := strings.Cut(prom, "- job_name: idalloc\n")
+	job, _, _ = strings.Cut(job, "- job_name:")
+	for _, want := range []string{"    authorization:\n", "      type: Bearer\n", "      credentials_file: " + promTokenFile + "\n"} {
+		if !strings.Contains(job, want) {
+			t.Errorf("prometheus.yml: the idalloc job lacks %q", want)
+		}
+	}
+	compose := readFile(t, "docker-compose.yml")
+	const fromEnv = `IDALLOC_ADMIN_TOKEN: "${IDALLOC_ADMIN_TOKEN:?`
+	if anchor, _, _ := strings.Cut(compose, "\nservices:"); !strings.Contains(anchor, fromEnv) {
+		t.Errorf("docker-compose.yml: the instances do not take IDALLOC_ADMIN_TOKEN from the environment (%s…)", fromEnv)
+	}
+	_, svc, ok := strings.Cut(compose, "\n  prometheus:\n")
+	if !ok {
+		t.Fatal("docker-compose.yml has no prometheus service")
+	}
+	if end := regexp.MustCompile(`\n  [a-z]`).FindStringIndex(svc); end != nil {
+		svc = svc[:end[0]]
+	}
+	dir := promTokenFile[:strings.LastIndexByte(promTokenFile, '/')]
+	for _, want := range []string{
+		fromEnv,
+		"    tmpfs:\n      - " + dir + "\n",
+		`printf '%s' "$$IDALLOC_ADMIN_TOKEN" > ` + promTokenFile + " ",
+		`exec /bin/prometheus "$$@"`,
+	} {
+		if !strings.Contains(svc, want) {
+			t.Errorf("docker-compose.yml: the prometheus service lacks %q", want)
+		}
+	}
+}
+
 // TestComposeFile: the version key is obsolete in the Compose Specification
 // and compose v2 warns about it.
 func TestComposeFile(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -262,4 +263,36 @@ func (g *procGroup) stopAll() {
 			<-p.done
 		}
 	}
+}
+
+// promTokenFile is where prometheus.yml reads the admin token from, and
+// where compose's prometheus service writes it at start.
+const promTokenFile = "/run/idalloc/admin_token"
+
+// scrapeAuthorization is prometheus.yml's authorization block (the idalloc
+// job's) as it stands, but reading adminToken from a file under dir:
+// promTokenFile exists only in the container.
+func scrapeAuthorization(t *testing.T, dir string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^    authorization:\n(?:      .*\n)+`).FindAllString(readFile(t, "prometheus.yml"), -1)
+	if len(m) != 1 {
+		t.Fatalf("prometheus.yml: want one authorization block (the idalloc job's), found %d", len(m))
+	}
+	token := filepath.Join(dir, "admin_token")
+	writeFile(t, token, adminToken)
+	return replaceOnce(t, m[0], promTokenFile, token)
+}
+
+// prometheusConfigCopy writes prometheus.yml into dir, beside a copy of
+// alerts.yml, reading the admin token from a file there: promtool check
+// config refuses a credentials_file that does not exist, and
+// promTokenFile exists only in the container.
+func prometheusConfigCopy(t *testing.T, dir string) string {
+	t.Helper()
+	token := filepath.Join(dir, "admin_token")
+	writeFile(t, token, adminToken)
+	writeFile(t, filepath.Join(dir, "alerts.yml"), readFile(t, "alerts.yml"))
+	conf := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, conf, replaceOnce(t, readFile(t, "prometheus.yml"), promTokenFile, token))
+	return conf
 }

@@ -38,6 +38,12 @@ func TestServiceBehindTheStack(t *testing.T) {
 		}
 	}
 	scrape := inst[0].mustGet(t, "/metrics")
+	// With the admin token set, as compose sets it, the scrape needs it.
+	if resp, err := client.Get("http://" + inst[0].addr + "/metrics"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the admin token: got %d, want 401", resp.StatusCode)
+	}
 
 	t.Run("promtool check metrics", func(t *testing.T) {
 		promtool := tool(t, "promtool")

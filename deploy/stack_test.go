@@ -25,9 +25,12 @@ type instance struct {
 	proc       *proc
 }
 
+// adminToken is the stack's IDALLOC_ADMIN_TOKEN, which compose always sets.
+const adminToken = "deploy-test-admin-token"
+
 // startInstance runs the binary as the image does (-config with the
-// shipped config.json, overrides from IDALLOC_*, the Redis protocol on as
-// compose turns it on), on an embedded store.
+// shipped config.json, overrides from IDALLOC_*, the Redis protocol on and
+// an admin token set, as compose runs it), on an embedded store.
 func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *instance {
 	t.Helper()
 	dir := subdir(t, tmp, name)
@@ -37,6 +40,7 @@ func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *ins
 		"IDALLOC_RESP_ADDR="+respAddr,
 		"IDALLOC_DRIVER=sqlite",
 		"IDALLOC_DSN="+filepath.Join(dir, "idalloc.db"),
+		"IDALLOC_ADMIN_TOKEN="+adminToken,
 	)
 	p := g.start(t, name, dir, env, bin, "-config", filepath.Join(root, "config.json"))
 	return &instance{name: name, addr: addr, respAddr: respAddr, proc: p}
@@ -50,8 +54,15 @@ func (in *instance) waitHealthy(t *testing.T, within time.Duration) {
 	})
 }
 
+// get asks the instance directly, as an operator does: with the admin
+// token, which /metrics needs.
 func (in *instance) get(path string) (int, string, error) {
-	resp, err := client.Get("http://" + in.addr + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+in.addr+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -74,6 +85,9 @@ type prometheus struct {
 	proc *proc
 }
 
+// startPrometheus scrapes inst every second and evaluates alerts.yml, with
+// prometheus.yml's authorization for the idalloc job as it stands, reading
+// the admin token from a file of the test's.
 func startPrometheus(t *testing.T, g *procGroup, bin, tmp string, inst []*instance) *prometheus {
 	t.Helper()
 	dir := subdir(t, tmp, "prometheus")
@@ -89,9 +103,9 @@ rule_files:
   - %q
 scrape_configs:
   - job_name: idalloc
-    static_configs:
+%s    static_configs:
       - targets: [%s]
-`, rules, strings.Join(targets, ", "))
+`, rules, scrapeAuthorization(t, dir), strings.Join(targets, ", "))
 	confPath := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, confPath, conf)
 	addr := freeAddr(t)

@@ -22,6 +22,9 @@
 //     every ID of the tag's length);
 //   - 60 Redis-protocol clients that pipeline SNOWFLAKE 1000 and never read
 //     (the process stays small: each is cut at resp_max_pending, counted);
+//   - max_conns (10,000) keep-alive connections held idle by one client:
+//     new clients are still answered within 2 s (it raises RLIMIT_NOFILE
+//     if it may, or skips);
 //   - a 3-node MariaDB Galera cluster (multi-primary) of its own, on loopback
 //     ports, shared by the Galera tests: concurrent store fetches through
 //     every node never overlap; three instances, one per node, step 10, issue

@@ -167,9 +167,11 @@ func TestAdminLoopbackHost(t *testing.T) {
 	})
 }
 
-// TestListTagsAdminOnly: GET /tags needs the token when one is set, under
-// the same browser rules as the POSTs; without a token it stays open.
-func TestListTagsAdminOnly(t *testing.T) {
+// TestListsAdminOnly: GET /tags, /status and /metrics, which list every
+// tag, need the token when one is set, under the same browser rules as the
+// POSTs; without a token they stay open, to Prometheus on another host
+// too.
+func TestListsAdminOnly(t *testing.T) {
 	tests := []struct {
 		name    string
 		token   string
@@ -182,17 +184,28 @@ func TestListTagsAdminOnly(t *testing.T) {
 		{name: "token sent from another origin", token: "s3cret-admin-token", headers: append([]string{"Origin", "http://evil.example"}, adminAuth...), want: 401},
 		{name: "no token, from the network", headers: []string{"X-Remote-Addr", "192.0.2.1:1234"}, want: 200},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rg := newRig(t, func(c *Config, _ *Deps) { c.AdminToken = tt.token })
-			got := rg.do(t, "GET", "/tags", "", tt.headers...)
-			if got.status != tt.want {
-				t.Fatalf("got %d %s, want %d", got.status, got.raw, tt.want)
-			}
-			if tt.want == 401 && len(rg.seg.list()) != 0 {
-				t.Errorf("refused, yet %q were called", rg.seg.list())
-			}
-		})
+	for _, target := range []string{"/tags", "/status", "/metrics"} {
+		for _, tt := range tests {
+			t.Run(target+" "+tt.name, func(t *testing.T) {
+				rg := newRig(t, func(c *Config, _ *Deps) { c.AdminToken = tt.token })
+				got := rg.do(t, "GET", target, "", tt.headers...)
+				if got.status != tt.want {
+					t.Fatalf("got %d %s, want %d", got.status, got.raw, tt.want)
+				}
+				if tt.want != 401 {
+					return
+				}
+				if !strings.Contains(got.raw, `"resp_code":7`) {
+					t.Errorf("got %s, want resp_code 7", got.raw)
+				}
+				if calls := rg.seg.list(); len(calls) != 0 {
+					t.Errorf("refused, yet %q were called", calls)
+				}
+				if strings.Contains(got.raw, "order") {
+					t.Errorf("refused, yet the answer names a tag: %s", got.raw)
+				}
+			})
+		}
 	}
 }
 

@@ -105,7 +105,7 @@ func TestRealSegments(t *testing.T) {
 	if tags, _ := got.body["tags"].([]any); len(tags) != 2 || tags[0].(map[string]any)["app_tag"] != "order" {
 		t.Errorf("tags: got %s", got.raw)
 	}
-	scrape := rg.do(t, "GET", "/metrics", "").raw
+	scrape := rg.do(t, "GET", "/metrics", "", adminAuth...).raw
 	for _, want := range []string{
 		`idalloc_ids_issued_total{app_tag="test_business",mode="segment"} 8`,
 		"\nidalloc_segment_fetches_total ",

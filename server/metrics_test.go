@@ -43,7 +43,7 @@ func TestMetricsScrape(t *testing.T) {
 	m.Wasted("order", 5, segment.WasteGiveBackRefused)
 	m.Wasted("order", 2, segment.WasteBatch)
 
-	got := rg.do(t, "GET", "/metrics", "")
+	got := rg.do(t, "GET", "/metrics", "", adminAuth...)
 	if got.status != 200 {
 		t.Fatalf("/metrics = %d", got.status)
 	}
@@ -97,7 +97,7 @@ func TestMetricsScrape(t *testing.T) {
 // store has its per-tag series.
 func TestMetricsFromTheStart(t *testing.T) {
 	rg := newRig(t, nil)
-	scrape := rg.do(t, "GET", "/metrics", "").raw
+	scrape := rg.do(t, "GET", "/metrics", "", adminAuth...).raw
 	want := []string{
 		`idalloc_segment_fetches_total 0`,
 		`idalloc_segment_fetch_errors_total 0`,
@@ -178,7 +178,7 @@ func TestHTTPMetricsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	scrape := rg.do(t, "GET", "/metrics", "").raw
+	scrape := rg.do(t, "GET", "/metrics", "", adminAuth...).raw
 	for _, want := range []string{
 		`idalloc_http_requests_total{code="200",route="/alloc"} 800`,
 		`idalloc_http_request_duration_seconds_count{route="/alloc"} 800`,

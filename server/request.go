@@ -32,11 +32,13 @@ func tagParam(raw string) (string, error) {
 	return tag, nil
 }
 
-// queryParam returns the first value of key in a raw query, as
-// url.Values.Get would, without building the map: the hot paths read one or
-// two parameters, and the raw value is returned as a substring. Only a key
-// or value holding '%' or '+' is unescaped. A value that does not unescape
-// is a bad request naming key.
+// queryParam returns the value of key in a raw query without building the
+// map url.Values would: the hot paths read one or two parameters, and the
+// raw value is returned as a substring. Only a key or value holding '%' or
+// '+' is unescaped. A value that does not unescape is a bad request naming
+// key, and so is a key given twice, even with one value: url.Values.Get
+// reads the first, other parsers the last, and a proxy or a log must never
+// read another request from the one we serve (API.md §2).
 func queryParam(raw, key string) (value string, found bool, err error) {
 	for raw != "" {
 		var pair string
@@ -50,14 +52,17 @@ func queryParam(raw, key string) (value string, found bool, err error) {
 				continue
 			}
 		}
-		if escaped(v) {
-			if v, err = url.QueryUnescape(v); err != nil {
-				return "", true, badParam(key, "bad percent-encoding")
-			}
+		if found {
+			return "", true, badParam(key, "given more than once: send it once")
 		}
-		return v, true, nil
+		value, found = v, true
 	}
-	return "", false, nil
+	if escaped(value) {
+		if value, err = url.QueryUnescape(value); err != nil {
+			return "", true, badParam(key, "bad percent-encoding")
+		}
+	}
+	return value, found, nil
 }
 
 // escaped is a plain loop: strings.ContainsAny builds a set per call, which
@@ -71,21 +76,27 @@ func escaped(s string) bool {
 	return false
 }
 
-// errSignedCount is for a count written with a sign: strconv.Atoi takes
-// "+5", and a raw "+5" in a query unescapes to " 5", which it refuses
-// with a message that would not say why. One spelling per number keeps a
-// cache, proxy or log that compares the text in step with what we serve.
-var errSignedCount = badParam("count", "write the digits alone, without '+' or spaces ('+' in a query string also reads as a space)")
+// spelledOddly reports whether s, a number as a client wrote it, starts
+// as no number this service writes does: with a sign, a space ('+' in a
+// query string reads as one), or a zero followed by more ("007", "0x10").
+// strconv takes "+5" and "007", and an ID or count that a cache, proxy or
+// log keys by its text must have one spelling, so these are refused with
+// words that say why; what strconv refuses anyway keeps its own answer.
+func spelledOddly(s string) bool {
+	return s != "" && (s[0] == '+' || s[0] == ' ' || (s[0] == '0' && len(s) > 1))
+}
+
+var errCountSpelling = badParam("count", "write it in decimal digits alone, without a sign, spaces or leading zeros ('+' in a query string also reads as a space)")
 
 // countParam reads the optional count of a batch: absent is 0, otherwise an
-// integer from 1 to limit, in digits alone.
+// integer from 1 to limit, in decimal digits alone.
 func countParam(raw string, limit int, invalid error) (int, error) {
 	v, found, err := queryParam(raw, "count")
 	if !found || err != nil {
 		return 0, err
 	}
-	if v != "" && (v[0] == '+' || v[0] == ' ') {
-		return 0, errSignedCount
+	if spelledOddly(v) {
+		return 0, errCountSpelling
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > limit {

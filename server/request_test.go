@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,11 @@ func TestQueryParam(t *testing.T) {
 		{"", "", false, false},
 		{"app_tag=order", "order", true, false},
 		{"x=1&app_tag=order", "order", true, false},
-		{"app_tag=a&app_tag=b", "a", true, false},
+		{"app_tag=a&app_tag=b", "", true, true},   // given twice
+		{"app_tag=a&app_tag=a", "", true, true},   // even with one value
+		{"app_tag=a&app%5Ftag=b", "", true, true}, // the same key once unescaped
+		{"app_tag=a&app_tags=b&xapp_tag=c", "a", true, false},
+		{"app_tag=a&x=1&x=2", "a", true, false}, // only the key read must be single
 		{"app_tag", "", true, false},
 		{"app_tag=", "", true, false},
 		{"app_tags=x", "", false, false},
@@ -36,7 +41,8 @@ func TestQueryParam(t *testing.T) {
 }
 
 // FuzzQueryParam holds queryParam to url.Values.Get wherever the standard
-// parser accepts the whole query.
+// parser accepts the whole query and finds app_tag at most once; given
+// more often, queryParam refuses it.
 func FuzzQueryParam(f *testing.F) {
 	for _, s := range []string{"app_tag=order", "a=1&app_tag=x%41y", "app_tag=a+b&app_tag=c", "app%5Ftag=q", "app_tag"} {
 		f.Add(s)
@@ -47,6 +53,12 @@ func FuzzQueryParam(f *testing.F) {
 			return
 		}
 		got, found, err := queryParam(raw, "app_tag")
+		if n := len(vals["app_tag"]); n > 1 {
+			if err == nil {
+				t.Fatalf("queryParam(%q) = %q, %v, nil; want an error: app_tag is given %d times", raw, got, found, n)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("queryParam(%q): %v, but url.ParseQuery accepts it", raw, err)
 		}
@@ -105,20 +117,34 @@ func TestCountParam(t *testing.T) {
 		{"", 0, nil},
 		{"count=1", 1, nil},
 		{"count=10", 10, nil},
-		{"count=%31%30", 10, nil},
+		{"count=%31%30", 10, nil}, // "10": every parser unescapes it so
 		{"count=0", 0, invalid},
 		{"count=11", 0, invalid},
 		{"count=-1", 0, invalid},
-		{"count=%2B5", 0, errSignedCount}, // "+5", which strconv.Atoi takes
-		{"count=+5", 0, errSignedCount},   // " 5": '+' is a space in a query
-		{"count=%205", 0, errSignedCount}, // " 5" spelt out
-		{"count=5%20", 0, invalid},        // trailing: not a number either
-		{"count=%2B%2B5", 0, errSignedCount},
+		{"count=-0", 0, invalid},
+		{"count=abc", 0, invalid},
+		{"count=99999999999999999999", 0, invalid},
+		{"count=%2B5", 0, errCountSpelling}, // "+5", which strconv.Atoi takes
+		{"count=+5", 0, errCountSpelling},   // " 5": '+' is a space in a query
+		{"count=%205", 0, errCountSpelling}, // " 5" spelt out
+		{"count=5%20", 0, invalid},          // trailing: not a number either
+		{"count=%2B%2B5", 0, errCountSpelling},
+		{"count=007", 0, errCountSpelling}, // strconv.Atoi reads 7
+		{"count=00", 0, errCountSpelling},
+		{"count=0x10", 0, errCountSpelling}, // another base
+		{"count=0b1", 0, errCountSpelling},
+		{"count=1_0", 0, invalid},
 	}
 	for _, tt := range tests {
 		got, err := countParam(tt.raw, 10, invalid)
 		if got != tt.want || err != tt.wantErr {
 			t.Errorf("countParam(%q) = %d, %v; want %d, %v", tt.raw, got, err, tt.want, tt.wantErr)
+		}
+	}
+	// Given twice, whatever the values: the error names count.
+	for _, raw := range []string{"count=5&count=2000", "count=5&count=5", "count=5&count=abc", "count=5&count"} {
+		if _, err := countParam(raw, 10, invalid); err == nil || !strings.HasPrefix(err.Error(), "invalid count: given more than once") {
+			t.Errorf("countParam(%q): got %v, want count given more than once", raw, err)
 		}
 	}
 }

@@ -28,7 +28,8 @@ func (s *Server) routes() http.Handler {
 		{http.MethodHead, "/health", s.handleHealth}, // load balancers probe with HEAD too
 		{http.MethodGet, "/tags", s.adminIfToken(s.handleListTags)},
 		{http.MethodPost, "/tags", s.admin(s.handleCreateTag)},
-		{http.MethodGet, "/metrics", s.handleMetrics()},
+		// Its app_tag labels list every tag, as GET /tags does.
+		{http.MethodGet, "/metrics", s.adminIfToken(s.handleMetrics())},
 		{http.MethodGet, "/snowflake", s.handleSnowflake},
 		{http.MethodGet, "/snowflake/{id}", s.handleDecompose},
 		{http.MethodGet, "/workerid", s.handleOwnLease},

@@ -99,11 +99,12 @@ type Deps struct {
 
 // Config tunes a Server. Zero values mean the documented defaults.
 type Config struct {
-	// AdminToken guards POST /tags, POST /workerid* and GET /tags: they
-	// need "Authorization: Bearer <AdminToken>". Empty means the POSTs are
-	// served to loopback clients that name a loopback Host, and GET /tags
-	// to anyone. Either way an admin call a browser marks as coming from
-	// another origin (Origin, Sec-Fetch-Site) is refused.
+	// AdminToken guards POST /tags, POST /workerid*, GET /tags, /status
+	// and /metrics: they need "Authorization: Bearer <AdminToken>". Empty
+	// means the POSTs are served to loopback clients that name a loopback
+	// Host, and the GETs to anyone. Either way an admin call a browser
+	// marks as coming from another origin (Origin, Sec-Fetch-Site) is
+	// refused.
 	AdminToken string
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means 1000.
 	MaxBatch int
@@ -118,6 +119,10 @@ type Config struct {
 	// its own Metrics.
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
+	// ConnState, when set, is the http.Server's ConnState hook in Serve:
+	// main's connection limiter learns from it which connections are idle,
+	// to close those first at max_conns.
+	ConnState func(net.Conn, http.ConnState)
 }
 
 // Server answers the HTTP API. It starts one goroutine, the store health
@@ -136,6 +141,7 @@ type Server struct {
 	adminToken     string
 	maxBatch       int
 	healthInterval time.Duration
+	connState      func(net.Conn, http.ConnState)
 
 	idsPool     sync.Pool // *[]int64 of len maxBatch
 	errBadCount error
@@ -177,6 +183,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics:        cfg.Metrics,
 		gatherer:       cfg.Gatherer,
 		log:            cfg.Logger,
+		connState:      cfg.ConnState,
 		adminToken:     cfg.AdminToken,
 		maxBatch:       orDefault(cfg.MaxBatch, DefaultMaxBatch),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
@@ -250,6 +257,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -109,5 +110,56 @@ func TestServeListenerError(t *testing.T) {
 	_ = ln.Close()
 	if err := rg.srv.Serve(context.Background(), ln, time.Second); err == nil || errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve on a closed listener = %v, want its error", err)
+	}
+}
+
+// TestServeReportsConnState: Serve hands Config.ConnState every state a
+// connection goes through, which main's connection limiter needs to know
+// the idle ones.
+func TestServeReportsConnState(t *testing.T) {
+	states := make(chan http.ConnState, 16)
+	rg := newRig(t, func(c *Config, _ *Deps) {
+		c.ConnState = func(_ net.Conn, st http.ConnState) { states <- st }
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- rg.srv.Serve(ctx, ln, 0) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve = %v, want nil", err)
+		}
+	}()
+	// One keep-alive request, then the client closes the connection.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/health: %v %v, want 200", resp, err)
+	}
+	resp.Body.Close()
+	want := []http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateClosed}
+	for i, w := range want {
+		if w == http.StateClosed {
+			c.Close()
+		}
+		select {
+		case st := <-states:
+			if st != w {
+				t.Fatalf("state %d: got %v, want %v (in order %v)", i, st, w, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("state %d: none after 10s, want %v", i, w)
+		}
 	}
 }

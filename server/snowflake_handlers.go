@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -65,7 +66,7 @@ func (s *Server) failSnowflake(w http.ResponseWriter, r *http.Request, err error
 	return s.fail(w, r, err)
 }
 
-var errSignedID = badParam("id", "write the digits alone, without '+'")
+var errIDSpelling = badParam("id", "write it in decimal digits alone, without '+' or leading zeros")
 
 // handleDecompose serves GET /snowflake/{id}.
 func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
@@ -73,10 +74,12 @@ func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
 		return s.fail(w, r, errNoSnowflake)
 	}
 	raw := chi.URLParam(r, "id")
-	// ParseInt takes a sign; one spelling per ID keeps caches and logs
-	// keyed by the path in step with what we decode.
-	if raw != "" && raw[0] == '+' {
-		return s.fail(w, r, errSignedID)
+	// One spelling per ID keeps caches and logs keyed by the path in step
+	// with what we decode. A '-' is left to Decompose, which refuses a
+	// negative ID in the layout's words, unless the rest is spelt oddly
+	// too ("-007") or is zero: "-0" would decode as ID 0.
+	if digits := strings.TrimPrefix(raw, "-"); spelledOddly(digits) || raw == "-0" {
+		return s.fail(w, r, errIDSpelling)
 	}
 	// What is not a 64-bit integer is no snowflake ID: the layout's words
 	// say so, as they do for a negative one, which Decompose refuses.
