@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/store/storetest"
 )
@@ -30,14 +28,7 @@ func TestBadInputSameWordsAsHTTP(t *testing.T) {
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := d.Open(t)
-			dom := frontendtest.Open(t, st)
-			srv, err := New(Config{AdminToken: token}, Deps{Segments: dom.Segments})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rdb := redis.NewClient(&redis.Options{Addr: serveOn(t, srv), Password: token})
-			t.Cleanup(func() { _ = rdb.Close() })
+			st, dom, rdb := adminClient(t, d)
 
 			for _, c := range frontendtest.Cases() {
 				cmds := respCommands(c)

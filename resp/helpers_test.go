@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -189,4 +192,20 @@ func (c *rawConn) closed(tb testing.TB) bool {
 		return false
 	}
 	return err != nil
+}
+
+// adminClient serves a Server with an admin token on a fresh store of d,
+// with frontendtest's domain on it, and returns the store, the domain and a
+// client that has authenticated with the token.
+func adminClient(t *testing.T, d storetest.Driver) (storetest.Store, frontendtest.Domain, *redis.Client) {
+	t.Helper()
+	st := d.Open(t)
+	dom := frontendtest.Open(t, st)
+	srv, err := New(Config{AdminToken: token}, Deps{Segments: dom.Segments})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: serveOn(t, srv), Password: token})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return st, dom, rdb
 }

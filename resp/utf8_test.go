@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -33,14 +31,7 @@ func TestHSETDescriptionNotText(t *testing.T) {
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := d.Open(t)
-			dom := frontendtest.Open(t, st)
-			srv, err := New(Config{AdminToken: token}, Deps{Segments: dom.Segments})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rdb := redis.NewClient(&redis.Options{Addr: serveOn(t, srv), Password: token})
-			t.Cleanup(func() { _ = rdb.Close() })
+			st, _, rdb := adminClient(t, d)
 
 			for _, c := range refused {
 				err := rdb.Do(ctx, "HSET", "t", "step", 10, "description", c.desc).Err()
