@@ -90,7 +90,7 @@ func TestScrapeIsClean(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = alloc.Close(ctx) })
 			log := slog.New(slog.DiscardHandler)
-			leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, created: true}, cfg, log, metrics.DriftWaited) // the test's own new database
+			leases, keeper, source, err := snowflakeParts(leaseStore{Store: st}, cfg, log, metrics.DriftWaited)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,17 +34,13 @@ func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
 		}
 		return leaseStore{Store: st}, func() { st.Close() }, nil
 	}
-	return leaseStore{Store: main, created: main.Created()}, func() {}, nil
+	return leaseStore{Store: main}, func() {}, nil
 }
 
-// leaseStore is the lease store and whether this process created it, empty
-// (the SQLite file it made, the tables -init-schema made): then a worker ID
-// it has no record of was never leased, and the first grant waits for no
-// forgotten holder. A Redis or etcd is never taken as new: an empty one is
-// also what one that forgot looks like.
+// leaseStore is the lease store and how to ask whether it keeps leases
+// across its own restart.
 type leaseStore struct {
 	workerlease.Store
-	created bool
 	// persistence says whether the store keeps leases across its own
 	// restart (redislease.CheckPersistence); nil when there is nothing to
 	// ask.
@@ -87,8 +83,7 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, onDriftWait f
 	host, _ := os.Hostname()
 	svc, err := workerlease.NewService(st.Store, workerlease.Config{
 		Cluster: sf.Cluster, MaxWorkerID: layout.MaxWorkerID(), TTL: cfg.leaseTTL,
-		Holder:       fmt.Sprintf("%s:%d", host, os.Getpid()),
-		StoreCreated: st.created,
+		Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
 	})
 	if err != nil || !sf.Enabled {
 		return svc, nil, nil, err

@@ -59,7 +59,6 @@ type dataStore interface {
 	workerlease.Store
 	leaseHistory
 	ObserveConflicts(func(op string))
-	Created() bool
 	Close() error
 }
 

@@ -113,8 +113,7 @@ func start(tb testing.TB, o options) *instance {
 // its source once the lease is held.
 func startLease(tb testing.TB, st *store.SQLite) (*workerlease.Keeper, *leased.Source) {
 	tb.Helper()
-	// The test made the database: no lease of it was forgotten.
-	svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, Holder: "resp-test"})
+	svc, err := workerlease.NewService(st, workerlease.Config{Holder: "resp-test"})
 	if err != nil {
 		tb.Fatal(err)
 	}

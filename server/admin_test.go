@@ -219,8 +219,7 @@ func adminServer(tb testing.TB, st storetest.Store, token string) http.Handler {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = alloc.Close(ctx) })
-	// The test made the database: no lease of it was forgotten.
-	svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, MaxWorkerID: 7})
+	svc, err := workerlease.NewService(st, workerlease.Config{MaxWorkerID: 7})
 	if err != nil {
 		tb.Fatal(err)
 	}

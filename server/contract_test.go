@@ -24,8 +24,7 @@ func realServer(tb testing.TB, st storetest.Store) http.Handler {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = alloc.Close(ctx) })
-	// The test made the database: no lease of it was forgotten.
-	svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, MaxWorkerID: 7})
+	svc, err := workerlease.NewService(st, workerlease.Config{MaxWorkerID: 7})
 	if err != nil {
 		tb.Fatal(err)
 	}

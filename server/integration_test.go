@@ -45,8 +45,7 @@ func newRealRig(t *testing.T) *realRig {
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
 
-	// The test made the database: no lease of it was forgotten.
-	svc, err := workerlease.NewService(store, workerlease.Config{StoreCreated: true, Holder: "test"})
+	svc, err := workerlease.NewService(store, workerlease.Config{Holder: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

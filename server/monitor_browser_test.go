@@ -72,8 +72,7 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 	deps := Deps{Segments: alloc, Store: st}
 	rg := &monitorRig{store: st, seen: &seenRequests{}}
 	if withSnowflake {
-		// The test made the database: no lease of it was forgotten.
-		svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, Holder: "monitor-test"})
+		svc, err := workerlease.NewService(st, workerlease.Config{Holder: "monitor-test"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func (d *db) AdvanceTag(ctx context.Context, tag string, by int64) (from, to int
 
 // AdvanceLeases raises the last_timestamp_ms of every worker ID of every
 // cluster to at least toMS, so that the next holder of each starts after
-// it (idalloc advance, after a restore). Each row moves by a
+// it (idalloc advance, after a restore), and removes the genesis row. Each row moves by a
 // compare-and-set on the value read, read again when a holder raised it
 // in between, and is never lowered; a lease stays held. With dryRun
 // nothing is written. each is called once per row with the value before
@@ -39,6 +39,14 @@ func (d *db) AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each fu
 	rows, err := d.LeaseTimestamps(ctx)
 	if err != nil {
 		return fmt.Errorf("advance leases: %w", err)
+	}
+	if !dryRun {
+		// A restored table may lack the rows of leases granted after the
+		// backup, whose holders may still run: from now on a worker ID
+		// with no row is not taken to be new, and its first grant waits.
+		if _, err := d.x.ExecContext(ctx, `DELETE FROM worker_leases WHERE cluster = ''`); err != nil {
+			return fmt.Errorf("advance leases: remove the genesis row: %w", err)
+		}
 	}
 	for _, r := range rows {
 		from := r.LastTimestampMS

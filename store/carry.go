@@ -16,11 +16,11 @@ type LeaseTimestamp struct {
 }
 
 // LeaseTimestamps lists every worker ID's history, for moving to another
-// store (idalloc migrate).
+// store (idalloc migrate); the genesis row is no worker ID's.
 func (d *db) LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error) {
 	var out []LeaseTimestamp
 	err := sqlx.SelectContext(ctx, d.x, &out,
-		`SELECT cluster, worker_id, last_timestamp_ms FROM worker_leases ORDER BY cluster, worker_id`)
+		`SELECT cluster, worker_id, last_timestamp_ms FROM worker_leases WHERE cluster <> '' ORDER BY cluster, worker_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list lease timestamps: %w", err)
 	}

@@ -30,6 +30,25 @@ func (r leaseRow) lease(cluster string, workerID int64) workerlease.Lease {
 	}
 }
 
+// The genesis row says that worker_leases was created empty by idalloc
+// (the SQLite file it made, the tables -init-schema made) and has lost no
+// row since: a worker ID with no row was then never leased, and its first
+// grant need not wait for a holder the store forgot (Lease.NoHistory).
+// Its cluster, "", is no cluster's name (CheckArgs refuses it). Deleting
+// the table's rows deletes it too; a table made by hand from schema.sql,
+// or by a version before it, has none, and each worker ID's first grant
+// there waits once; idalloc advance removes it, since a restored table may
+// lack rows of leases granted after the backup.
+const genesisStmt = `INSERT INTO worker_leases (cluster, worker_id, token, holder, expires_at, last_timestamp_ms)
+	VALUES ('', 0, '', 'idalloc: created empty; no row lost since', {now}, 0)`
+
+// hasGenesis reports whether the genesis row is there.
+func (d *db) hasGenesis(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
+	var n int
+	err := sqlx.GetContext(ctx, q, &n, `SELECT COUNT(*) FROM worker_leases WHERE cluster = ''`)
+	return n > 0, err
+}
+
 // Acquire grants the preferred free worker ID of req.Cluster: among IDs that
 // are free (never leased, released, or expired by the database's clock) and
 // whose last_timestamp_ms is at most req.NowMS, the lowest; failing that,
@@ -100,12 +119,17 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 			req.Token, holder, ttl, req.Cluster, free.WorkerID)
 	case unused <= req.MaxWorkerID:
 		// No row: never leased, or its row was lost (deleted, or a restore
-		// from before it was made). The grant says so (NoHistory).
+		// from before it was made). Only the genesis row tells the two
+		// apart; without it the grant says so (NoHistory).
+		genesis, err := d.hasGenesis(ctx, e)
+		if err != nil {
+			return workerlease.Lease{}, err
+		}
 		l, err := d.claim(ctx, e, req.Cluster, unused, req.Token, d.q(`INSERT INTO worker_leases
 			(cluster, worker_id, token, holder, expires_at, last_timestamp_ms)
 			VALUES (?, ?, ?, ?, {now+ms}, 0)`),
 			req.Cluster, unused, req.Token, holder, ttl)
-		l.NoHistory = err == nil
+		l.NoHistory = err == nil && !genesis
 		return l, err
 	default:
 		return workerlease.Lease{}, workerlease.ErrNoWorkerID

@@ -117,15 +117,19 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 	switch {
 	case err == nil && opts.InitSchema:
 		var had bool
-		if had, err = m.leaseTableExists(ctx, x); err == nil {
-			m.created = !had
-		}
+		had, err = m.leaseTableExists(ctx, x)
 		// Columns first: schema.sql's seeded row names them all.
 		if err == nil {
 			err = m.upgradeColumns(ctx)
 		}
 		if err == nil {
 			err = applySchema(ctx, x, schemaMySQL)
+		}
+		if err == nil && !had {
+			// After the CREATE, not with it (MySQL commits DDL on its
+			// own): a crash between leaves no genesis row, which only
+			// costs each worker ID's first grant a wait.
+			_, err = x.ExecContext(ctx, m.q(genesisStmt))
 		}
 		if err == nil {
 			err = m.upgradeDatetime(ctx)

@@ -123,9 +123,15 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		if err != nil {
 			return err
 		}
-		s.created = !had
 		if err := applySchema(ctx, tx, s.q(sqliteSchema)); err != nil {
 			return err
+		}
+		if !had {
+			// In the creating transaction: the row exists exactly when
+			// the table was made empty here.
+			if _, err := tx.ExecContext(ctx, s.q(genesisStmt)); err != nil {
+				return err
+			}
 		}
 		if err := addSQLiteColumns(ctx, tx); err != nil {
 			return err

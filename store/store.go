@@ -71,14 +71,7 @@ type db struct {
 	// complete: segments has every added column (once true, for good;
 	// see missingColumns).
 	complete atomic.Bool
-	// created: opening this handle created the worker_leases table.
-	created bool
 }
-
-// Created reports whether opening this handle created the worker_leases
-// table: the lease store is new and empty, made by this process, so a worker
-// ID it has no record of was never leased (workerlease.Config.StoreCreated).
-func (d *db) Created() bool { return d.created }
 
 // leaseTableExists reports whether worker_leases exists, by a query each
 // dialect answers (information_schema on MySQL, sqlite_master on SQLite).

@@ -20,6 +20,7 @@ func TestMemoryStoreConformance(t *testing.T) {
 				Forget: func(testing.TB) { m.Forget() },
 			}
 		},
-		TTL: 400 * time.Millisecond,
+		Genesis: true, // a new MemoryStore knows it began empty
+		TTL:     400 * time.Millisecond,
 	})
 }

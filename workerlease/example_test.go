@@ -23,8 +23,6 @@ func ExampleNewSession() {
 	}
 	svc, err := workerlease.NewService(workerlease.NewMemoryStore(nil), workerlease.Config{
 		Cluster: "orders", MaxWorkerID: layout.MaxWorkerID(), TTL: 30 * time.Second,
-		// Made just now, empty: no earlier holder can have been forgotten.
-		StoreCreated: true,
 	})
 	if err != nil {
 		panic(err)

@@ -13,14 +13,16 @@ import (
 func TestSessionWaitsWithoutHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const skew = time.Second
-		svc := newTestService(t, NewMemoryStore(nil), Config{TTL: testTTL})
+		mem := NewMemoryStore(nil)
+		mem.Forget() // no genesis: an ID with no record may have been forgotten
+		svc := newTestService(t, mem, Config{TTL: testTTL})
 		s, err := NewSession(t.Context(), SessionConfig{Service: svc, ClockSkew: skew})
 		if err != nil {
 			t.Fatalf("NewSession: %v", err)
 		}
 		defer s.Close(t.Context(), 0)
 		if !s.Lease().NoHistory {
-			t.Fatalf("first grant on a store not made by this process: NoHistory false")
+			t.Fatalf("first grant on a store that forgot: NoHistory false")
 		}
 		if got, want := s.Opens(time.Now()), testTTL+skew; got != want {
 			t.Errorf("Opens() = %v, want %v", got, want)
@@ -40,27 +42,19 @@ func TestSessionWaitsWithoutHistory(t *testing.T) {
 	})
 }
 
-// TestStoreCreatedTrust: grants on a store this process made skip the wait
-// until a lease is found gone; then every grant with no history waits.
-func TestStoreCreatedTrust(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := NewMemoryStore(nil)
-		svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 3, StoreCreated: true})
-		a, err := svc.Acquire(t.Context(), "", "")
-		if err != nil || a.NoHistory {
-			t.Fatalf("first grant = %+v, %v; want one without the wait", a, err)
-		}
-		if b, err := svc.Acquire(t.Context(), "", ""); err != nil || b.NoHistory {
-			t.Fatalf("second grant = %+v, %v; want one without the wait", b, err)
-		}
-		mem.Forget()
-		if _, err := svc.Renew(t.Context(), "", a.WorkerID, a.Token, 0); !errors.Is(err, ErrNotAssigned) {
-			t.Fatalf("Renew after Forget = %v, want ErrNotAssigned", err)
-		}
-		if c, err := svc.Acquire(t.Context(), "", ""); err != nil || !c.NoHistory {
-			t.Errorf("grant after a lease was found gone = %+v, %v; want NoHistory", c, err)
-		}
-	})
+// TestMemoryGenesis: a MemoryStore began empty, so an ID it has no record
+// of was never leased, until it forgets; then every such grant waits.
+func TestMemoryGenesis(t *testing.T) {
+	mem := NewMemoryStore(nil)
+	svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 3})
+	a, err := svc.Acquire(t.Context(), "", "")
+	if err != nil || a.NoHistory {
+		t.Fatalf("first grant = %+v, %v; want one with history", a, err)
+	}
+	mem.Forget()
+	if b, err := svc.Acquire(t.Context(), "", ""); err != nil || !b.NoHistory {
+		t.Errorf("grant after Forget = %+v, %v; want NoHistory", b, err)
+	}
 }
 
 // TestSessionChecksLayoutAfterGrant: a store that forgot its leases forgot
@@ -69,7 +63,7 @@ func TestStoreCreatedTrust(t *testing.T) {
 // back.
 func TestSessionChecksLayoutAfterGrant(t *testing.T) {
 	mem := NewMemoryStore(nil)
-	svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 1, StoreCreated: true})
+	svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 1})
 	if err := svc.CheckLayout(t.Context(), "", 0, 1); err != nil {
 		t.Fatalf("CheckLayout: %v", err)
 	}

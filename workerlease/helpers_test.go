@@ -90,12 +90,9 @@ func countReleases(fs *faultStore, mem Store, c *calls) {
 }
 
 // mustSession starts a Session on store with a Service of cfg and fails the
-// test if it cannot. The store is taken to be the test's own, new
-// (Config.StoreCreated), so grants wait for no forgotten holder unless a
-// lease is found gone; the forgetting cases are leasetest's.
+// test if it cannot.
 func mustSession(tb testing.TB, store Store, cfg Config, sc SessionConfig) *Session {
 	tb.Helper()
-	cfg.StoreCreated = true
 	sc.Service = newTestService(tb, store, cfg)
 	s, err := NewSession(context.Background(), sc)
 	if err != nil {
@@ -104,11 +101,9 @@ func mustSession(tb testing.TB, store Store, cfg Config, sc SessionConfig) *Sess
 	return s
 }
 
-// mustKeeper returns a Keeper, not started, on store with a Service of cfg,
-// on the test's own store as mustSession's.
+// mustKeeper returns a Keeper, not started, on store with a Service of cfg.
 func mustKeeper(tb testing.TB, store Store, cfg Config, kc KeeperConfig) *Keeper {
 	tb.Helper()
-	cfg.StoreCreated = true
 	kc.Service = newTestService(tb, store, cfg)
 	k, err := NewKeeper(kc)
 	if err != nil {

@@ -21,8 +21,7 @@ func TestHandOverOnRealStores(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			st := d.Open(t)
-			// The test made the database: nothing was forgotten.
-			cfg := workerlease.Config{Cluster: "it", MaxWorkerID: 3, TTL: 10 * time.Second, StoreCreated: true}
+			cfg := workerlease.Config{Cluster: "it", MaxWorkerID: 3, TTL: 10 * time.Second}
 			svc, err := workerlease.NewService(st, cfg)
 			if err != nil {
 				t.Fatalf("NewService: %v", err)

@@ -20,6 +20,10 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	rows    map[memKey]*memRow
 	layouts map[string][2]int64 // cluster → epoch ms, worker bits
+	// genesis: the store began empty and has forgotten nothing since, so
+	// an ID with no row was never leased (Lease.NoHistory false). Forget
+	// ends it, as deleting a SQL store's rows deletes its genesis row.
+	genesis bool
 }
 
 type memKey struct {
@@ -38,12 +42,13 @@ type memRow struct {
 }
 
 // NewMemoryStore returns an empty MemoryStore whose clock is now (nil means
-// time.Now).
+// time.Now). It knows it began empty: until Forget, an ID it has no record
+// of was never leased, and its grants have history.
 func NewMemoryStore(now func() time.Time) *MemoryStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), layouts: make(map[string][2]int64)}
+	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), layouts: make(map[string][2]int64), genesis: true}
 }
 
 // Acquire implements Store.
@@ -85,7 +90,7 @@ func (m *MemoryStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, e
 	r.token, r.holder, r.released = req.Token, req.Holder, false
 	r.expiresAt = now.Add(req.TTL).UTC()
 	l := r.lease(k)
-	l.NoHistory = fresh
+	l.NoHistory = fresh && !m.genesis
 	return l, nil
 }
 
@@ -161,6 +166,7 @@ func (m *MemoryStore) Forget() {
 	defer m.mu.Unlock()
 	clear(m.rows)
 	clear(m.layouts)
+	m.genesis = false
 }
 
 // held is the compare-and-set guard shared by Renew and Release.

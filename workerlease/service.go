@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"time"
 )
 
@@ -45,15 +44,6 @@ type Config struct {
 	// so that it can prefer IDs no holder has reserved beyond this clock.
 	// nil means time.Now.
 	Now func() time.Time
-	// StoreCreated says this process created the store, empty (the
-	// embedded database file it made, the tables it made): a worker ID it
-	// has no record of was then never leased, and no holder need be waited
-	// for, so the quick start's first start does not wait for nothing. The
-	// trust ends for good at the first renewal or release the store refuses
-	// as not this holder's (not assigned, token mismatch, expired): a store
-	// that lost this process's own record may have lost others', and every
-	// later grant with no history waits.
-	StoreCreated bool
 }
 
 // Service grants, renews and releases worker-ID leases on a Store, validating
@@ -69,8 +59,6 @@ type Service struct {
 	holder      string
 	rand        io.Reader
 	now         func() time.Time
-	// created is Config.StoreCreated until a lease is found gone.
-	created atomic.Bool
 	// errWorkerID refuses a worker ID out of range in words that name it.
 	errWorkerID *Error
 }
@@ -106,7 +94,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Service{
+	return &Service{
 		store:       store,
 		cluster:     cfg.Cluster,
 		maxWorkerID: cfg.MaxWorkerID,
@@ -115,9 +103,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 		rand:        cfg.Rand,
 		now:         cfg.Now,
 		errWorkerID: invalid("worker_id", fmt.Sprintf("must be from 0 to %d", cfg.MaxWorkerID), ErrInvalidWorkerID),
-	}
-	s.created.Store(cfg.StoreCreated)
-	return s, nil
+	}, nil
 }
 
 // TTL returns the lease time to live.
@@ -133,9 +119,7 @@ func (s *Service) Cluster() string { return s.cluster }
 // new random token. holder "" means Config.Holder. The Lease's
 // LastTimestampMS is the highest timestamp any earlier holder of the ID
 // reserved: the new holder must issue only above it. Its NoHistory says the
-// store had no record of the ID (Store.Acquire), unless this process
-// created the store and has seen no sign of it forgetting
-// (Config.StoreCreated). Errors:
+// store had no record of the ID (Store.Acquire). Errors:
 // ErrInvalidCluster, ErrNoWorkerID, or ErrUnavailable wrapping any other
 // store failure.
 func (s *Service) Acquire(ctx context.Context, cluster, holder string) (Lease, error) {
@@ -165,9 +149,6 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 		TTL:         s.ttl,
 		NowMS:       now.UnixMilli(),
 	})
-	if err == nil && s.created.Load() {
-		l.NoHistory = false
-	}
 	return l, storeErr(err)
 }
 
@@ -195,7 +176,6 @@ func (s *Service) Renew(ctx context.Context, cluster string, workerID int64, tok
 		return Lease{}, err
 	}
 	l, err := s.store.Renew(ctx, cluster, workerID, token, s.ttl, lastTimestampMS)
-	s.distrust(err)
 	return l, storeErr(err)
 }
 
@@ -206,17 +186,7 @@ func (s *Service) Release(ctx context.Context, cluster string, workerID int64, t
 	if err != nil {
 		return err
 	}
-	err = s.store.Release(ctx, cluster, workerID, token, lastTimestampMS)
-	s.distrust(err)
-	return storeErr(err)
-}
-
-// distrust ends Config.StoreCreated's trust when the store refuses a lease
-// as not the holder's.
-func (s *Service) distrust(err error) {
-	if errLeaseGone(err) && s.created.Load() {
-		s.created.Store(false)
-	}
+	return storeErr(s.store.Release(ctx, cluster, workerID, token, lastTimestampMS))
 }
 
 // CheckLayout confirms that cluster ("" means the default) issues IDs with

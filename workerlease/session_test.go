@@ -9,7 +9,7 @@ import (
 )
 
 func TestNewSessionInvalid(t *testing.T) {
-	svc := newTestService(t, NewMemoryStore(nil), Config{TTL: testTTL, StoreCreated: true})
+	svc := newTestService(t, NewMemoryStore(nil), Config{TTL: testTTL})
 	tests := []struct {
 		name string
 		cfg  SessionConfig
@@ -53,7 +53,7 @@ func TestSessionFence(t *testing.T) {
 			}
 			return mem.Renew(ctx, c, id, tok, ttl, last)
 		}
-		svc := newTestService(t, fs, Config{TTL: testTTL, StoreCreated: true})
+		svc := newTestService(t, fs, Config{TTL: testTTL})
 		type result struct {
 			s   *Session
 			err error
@@ -304,7 +304,7 @@ func TestNewSessionErrors(t *testing.T) {
 						return Lease{}, tt.renew
 					}
 				}
-				svc := newTestService(t, fs, Config{TTL: testTTL, StoreCreated: true})
+				svc := newTestService(t, fs, Config{TTL: testTTL})
 				s, err := NewSession(t.Context(), SessionConfig{Service: svc})
 				if !errors.Is(err, tt.want) || s != nil {
 					t.Fatalf("NewSession() = %v, %v, want error %v", s, err, tt.want)
@@ -330,7 +330,7 @@ func TestNewSessionContextEnds(t *testing.T) {
 			<-ctx.Done()
 			return Lease{}, ctx.Err()
 		}
-		svc := newTestService(t, fs, Config{TTL: testTTL, StoreCreated: true})
+		svc := newTestService(t, fs, Config{TTL: testTTL})
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() {

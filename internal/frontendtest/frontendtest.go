@@ -215,8 +215,7 @@ func Open(tb testing.TB, st storetest.Store) Domain {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = alloc.Close(ctx) })
-	// The test made the database: no lease of it was forgotten.
-	svc, err := workerlease.NewService(st, workerlease.Config{StoreCreated: true, MaxWorkerID: MaxWorkerID, Holder: "frontendtest"})
+	svc, err := workerlease.NewService(st, workerlease.Config{MaxWorkerID: MaxWorkerID, Holder: "frontendtest"})
 	if err != nil {
 		tb.Fatal(err)
 	}

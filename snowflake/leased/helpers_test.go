@@ -76,11 +76,8 @@ func defaultLayout(tb testing.TB) snowflake.Layout {
 	return l
 }
 
-// newService returns a Service on store, a store the test made
-// (StoreCreated): a first grant waits for no forgotten holder.
 func newService(tb testing.TB, store workerlease.Store, cfg workerlease.Config) *workerlease.Service {
 	tb.Helper()
-	cfg.StoreCreated = true
 	svc, err := workerlease.NewService(store, cfg)
 	if err != nil {
 		tb.Fatalf("NewService: %v", err)

@@ -185,6 +185,7 @@ func LeaseTarget(d Driver) leasetest.Target {
 				Forget: func(tb testing.TB) { db.Exec(tb, "DELETE FROM worker_leases", "DELETE FROM worker_layouts") },
 			}
 		},
+		Genesis: true, // each database is made by the store, empty
 		Unreachable: func(tb testing.TB) workerlease.Store {
 			st, err := d.NewDB(tb).open(false)
 			if err != nil {

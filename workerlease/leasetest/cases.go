@@ -79,7 +79,7 @@ func testAcquireNew(t *testing.T, e env) {
 	got := mustAcquire(t, st, req)
 	after := time.Now()
 
-	want := workerlease.Lease{Cluster: cluster, WorkerID: 0, Token: "token-a", Holder: "leasetest", LastTimestampMS: 0, NoHistory: true}
+	want := workerlease.Lease{Cluster: cluster, WorkerID: 0, Token: "token-a", Holder: "leasetest", LastTimestampMS: 0, NoHistory: !e.genesis}
 	exp := got.ExpiresAt
 	got.ExpiresAt = time.Time{}
 	if got != want {

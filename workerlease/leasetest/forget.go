@@ -15,7 +15,7 @@ import (
 // forgotten holder out, who stops at its next renewal.
 func forgetCases() []testCase {
 	return []testCase{
-		{"a first grant has no history, a grant after a release has", testNoHistory},
+		{"a first grant has history only on a store that made itself empty; a grant after a release has", testNoHistory},
 		{"after the store forgets, a grant has no history and the old holder is refused", testForgottenGrant},
 		{"a renewal or release after forgetting does not bring the lease back", testForgottenNotRecreated},
 		{"a session waits out the holder of a forgotten lease", testSessionWaitsOutForgotten},
@@ -25,8 +25,8 @@ func forgetCases() []testCase {
 func testNoHistory(t *testing.T, e env) {
 	st := e.open(t)
 	a := mustAcquire(t, st, acquireRequest("token-a", 0))
-	if !a.NoHistory {
-		t.Errorf("first grant of worker %d: NoHistory false, want true (the store has no record of it)", a.WorkerID)
+	if a.NoHistory == e.genesis {
+		t.Errorf("first grant of worker %d: NoHistory %v, want %v (the store made itself empty: %v)", a.WorkerID, a.NoHistory, !e.genesis, e.genesis)
 	}
 	const last = 1_700_000_000_000
 	mustRenew(t, st, a, last)
@@ -89,8 +89,8 @@ func testForgottenNotRecreated(t *testing.T, e env) {
 // grant.
 func testSessionWaitsOutForgotten(t *testing.T, e env) {
 	const skew = 100 * time.Millisecond
-	session := func(st workerlease.Store, created bool) *workerlease.Session {
-		svc, err := workerlease.NewService(st, workerlease.Config{Cluster: cluster, MaxWorkerID: 0, TTL: e.ttl, StoreCreated: created})
+	session := func(st workerlease.Store) *workerlease.Session {
+		svc, err := workerlease.NewService(st, workerlease.Config{Cluster: cluster, MaxWorkerID: 0, TTL: e.ttl})
 		if err != nil {
 			t.Fatalf("NewService: %v", err)
 		}
@@ -101,14 +101,19 @@ func testSessionWaitsOutForgotten(t *testing.T, e env) {
 		t.Cleanup(func() { _ = s.Close(t.Context(), 0) })
 		return s
 	}
-	// A's process made the store: its first grant need not wait.
-	a := session(e.open(t), true)
+	// A's grant waits only where the store cannot tell a new ID from a
+	// forgotten one.
+	a := session(e.open(t))
+	if wait := a.Opens(time.Now()); (wait == 0) != e.genesis {
+		t.Fatalf("the first session waits %v; want a wait exactly when the store did not make itself empty (%v)", wait, e.genesis)
+	}
+	time.Sleep(a.Opens(time.Now()))
 	if !a.Fence(time.Now(), time.Now().UnixMilli()) {
-		t.Fatalf("the first session on a store its process created waits %v; want its fence open at once", a.Opens(time.Now()))
+		t.Fatalf("A's fence closed after its wait: %v", a.Err())
 	}
 	e.forget(t)
 	granted := time.Now()
-	b := session(e.open(t), false)
+	b := session(e.open(t))
 	if !b.Lease().NoHistory {
 		t.Fatalf("B's grant after forgetting: NoHistory false")
 	}

@@ -38,6 +38,12 @@ type Target struct {
 	// Unreachable returns a handle on a store that does not answer (a
 	// closed port). nil leaves the outage case out (memory has no server).
 	Unreachable func(tb testing.TB) workerlease.Store
+	// Genesis says that the store records having made a namespace empty
+	// (a SQL table it created, a new MemoryStore), so that until it
+	// forgets, an ID it has no record of was never leased and its grant has
+	// history. A Redis or etcd cannot: empty is also what one that forgot
+	// looks like, and every first grant of an ID there has none.
+	Genesis bool
 	// TTL is the shortest lease TTL the store honours precisely enough for
 	// the expiry cases: 400ms for SQL, Redis and memory; etcd's leases count
 	// whole seconds, with a floor of about 2s.
@@ -59,6 +65,7 @@ type Namespace struct {
 type env struct {
 	open        func(tb testing.TB) workerlease.Store
 	forget      func(tb testing.TB)
+	genesis     bool
 	unreachable func(tb testing.TB) workerlease.Store
 	ttl         time.Duration
 }
@@ -86,7 +93,7 @@ func Run(t *testing.T, tg Target) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ns := tg.Fresh(t)
-			c.test(t, env{open: ns.Open, forget: ns.Forget, unreachable: tg.Unreachable, ttl: tg.TTL})
+			c.test(t, env{open: ns.Open, forget: ns.Forget, genesis: tg.Genesis, unreachable: tg.Unreachable, ttl: tg.TTL})
 		})
 	}
 }
