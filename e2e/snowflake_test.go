@@ -67,6 +67,12 @@ func leaseTakeover(t *testing.T, env *suiteEnv, lease map[string]any, cluster st
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	// A new cluster: on Redis and etcd, A's and C's grants have no history
+	// (an empty store looks like one that forgot), and such a grant issues
+	// no ID until TTL + max_drift_error (3s + 1s) after it (API.md §3); on
+	// SQL, tables -init-schema made hold the genesis row and nothing waits.
+	waitOpen(t, a, flakeOpenBound)
+	waitOpen(t, c, flakeOpenBound)
 	aPre := takeFlakes(t, a.ctl, 20, 50)
 	cIDs := takeFlakes(t, c.ctl, 10, 50)
 
@@ -324,6 +330,29 @@ func waitLease(t *testing.T, in *instance) int64 {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: no worker lease within 10s: %+v %v", in.name, r, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// flakeOpenBound bounds waitOpen in TestSnowflakeLeaseTakeover: lease_ttl
+// 3s + max_drift_error 1s (the default), with room for a loaded machine.
+const flakeOpenBound = 3*time.Second + time.Second + 10*time.Second
+
+// waitOpen waits up to within for in's own lease to let snowflake IDs
+// through: a grant the lease store has no record of waits TTL +
+// max_drift_error first, which /health shows as snowflake_wait_ms. Call it
+// after waitLease, once the lease is granted (before, nothing is waited).
+func waitOpen(t *testing.T, in *instance, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r, err := in.ctl.get("/health")
+		if err == nil && r.HTTPStatus == http.StatusOK && r.SnowflakeWaitMS == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: snowflake IDs still held after %s of waiting: /health %+v %v", in.name, within, r, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
