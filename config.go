@@ -42,8 +42,12 @@ type Config struct {
 	// RespMaxPending caps, in bytes, the answers a RESP connection may have
 	// waiting for its client to read them; past it the connection is
 	// closed. See resp.DefaultMaxPending.
-	RespMaxPending int    `json:"resp_max_pending"`
-	ShutdownDrain  string `json:"shutdown_drain"`
+	RespMaxPending int `json:"resp_max_pending"`
+	// RespMaxPendingTotal caps, in bytes, those answers across all RESP
+	// connections; past it the connection holding the most is closed. See
+	// resp.DefaultMaxPendingTotal.
+	RespMaxPendingTotal int64  `json:"resp_max_pending_total"`
+	ShutdownDrain       string `json:"shutdown_drain"`
 	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
 	// HTTP shutdown, the lease release and the give-back. See
 	// DefaultShutdownTimeout.
@@ -81,6 +85,11 @@ const (
 	minRespMaxPending = 256 << 10
 	maxRespMaxPending = 1 << 30
 )
+
+// maxRespMaxPendingTotal bounds resp_max_pending_total (whose minimum is
+// resp_max_pending: one connection must be able to hold what that allows
+// it): above 1 TiB it bounds nothing a machine has.
+const maxRespMaxPendingTotal = 1 << 40
 
 // maxMaxConns bounds max_conns and resp_max_conns: far above any real need, below the point
 // where the cap stops protecting anything.
@@ -120,17 +129,18 @@ type settings struct {
 
 func defaultConfig() Config {
 	return Config{
-		HTTPAddr:        ":8880",
-		Driver:          "sqlite",
-		DSN:             "idalloc.db",
-		MaxBatch:        1000,
-		MaxConns:        DefaultMaxConns,
-		RespMaxConns:    DefaultMaxConns,
-		RespIdleTimeout: DefaultRespIdleTimeout,
-		RespMaxPending:  resp.DefaultMaxPending,
-		ShutdownDrain:   "5s",
-		ShutdownTimeout: DefaultShutdownTimeout,
-		Segment:         SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
+		HTTPAddr:            ":8880",
+		Driver:              "sqlite",
+		DSN:                 "idalloc.db",
+		MaxBatch:            1000,
+		MaxConns:            DefaultMaxConns,
+		RespMaxConns:        DefaultMaxConns,
+		RespIdleTimeout:     DefaultRespIdleTimeout,
+		RespMaxPending:      resp.DefaultMaxPending,
+		RespMaxPendingTotal: resp.DefaultMaxPendingTotal,
+		ShutdownDrain:       "5s",
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		Segment:             SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
 		Snowflake: SnowflakeConfig{
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
@@ -272,6 +282,9 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.RespMaxPending < minRespMaxPending || c.RespMaxPending > maxRespMaxPending {
 		return s, fmt.Errorf(`key "resp_max_pending": %d is outside %d..%d (bytes)`, c.RespMaxPending, minRespMaxPending, maxRespMaxPending)
+	}
+	if c.RespMaxPendingTotal < int64(c.RespMaxPending) || c.RespMaxPendingTotal > maxRespMaxPendingTotal {
+		return s, fmt.Errorf(`key "resp_max_pending_total": %d is outside resp_max_pending (%d)..%d (bytes)`, c.RespMaxPendingTotal, c.RespMaxPending, int64(maxRespMaxPendingTotal))
 	}
 	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
 		return s, fmt.Errorf(`key "resp_addr": %q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)

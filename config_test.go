@@ -30,7 +30,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	}
 	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.shutdownDrain != want.shutdownDrain ||
 		got.MaxConns != want.MaxConns || got.shutdownTimeout != want.shutdownTimeout ||
-		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.respIdleTimeout != want.respIdleTimeout || got.RespMaxPending != want.RespMaxPending ||
+		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.respIdleTimeout != want.respIdleTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
 		got.leaseTTL != want.leaseTTL || !got.epoch.Equal(want.epoch) || got.randomStart != want.randomStart {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
@@ -55,6 +55,12 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"resp_max_pending":262143}`, `"resp_max_pending"`},
 		{`{"resp_max_pending":1073741825}`, `"resp_max_pending"`},
 		{`{"resp_max_pending":"8MiB"}`, `"resp_max_pending"`},
+		{`{"resp_max_pending_total":0}`, `"resp_max_pending_total"`},
+		{`{"resp_max_pending_total":8388607}`, `"resp_max_pending_total"`}, // below the default resp_max_pending
+		{`{"resp_max_pending":1048576,"resp_max_pending_total":1048575}`, `"resp_max_pending_total"`},
+		{`{"resp_max_pending_total":1099511627777}`, `"resp_max_pending_total"`},
+		{`{"resp_max_pending_total":"64MiB"}`, `"resp_max_pending_total"`},
+		{`{"resp_max_pending_total":-1}`, `"resp_max_pending_total"`},
 		{`{"resp_addr":":8880"}`, `"resp_addr"`}, // the default http_addr
 		{`{"resp_addr":6380}`, `"resp_addr"`},
 		{`{"shutdown_timeout":"soon"}`, `"shutdown_timeout"`},
@@ -101,7 +107,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
 	}
 	for _, c := range cases {
 		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)

@@ -202,7 +202,8 @@ func run(args []string) error {
 		}
 		respSrv, err = resp.New(resp.Config{
 			AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
-			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout, MaxPending: cfg.RespMaxPending,
+			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout,
+			MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
 			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
 			OnSnowflake: metrics.SnowflakeServed,
 		}, respDeps)

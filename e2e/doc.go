@@ -20,8 +20,9 @@
 //     drain, exit status 0);
 //   - a scrambled tag across graceful restarts and a kill -9 (no ID repeats,
 //     every ID of the tag's length);
-//   - 60 Redis-protocol clients that pipeline SNOWFLAKE 1000 and never read
-//     (the process stays small: each is cut at resp_max_pending, counted);
+//   - 60 Redis-protocol clients that pipeline SNOWFLAKE 1000 and never read,
+//     with the default configuration (the process stays under 300 MB: they
+//     are cut at resp_max_pending_total or resp_max_pending, counted);
 //   - max_conns (10,000) keep-alive connections held idle by one client:
 //     new clients are still answered within 2 s (it raises RLIMIT_NOFILE
 //     if it may, or skips);

@@ -117,6 +117,12 @@ func (c *gateConn) fill() error {
 		if err == nil {
 			err = io.ErrNoProgress
 		}
+		if why := c.out.reason(); why != nil {
+			// The socket was closed by the write side (a cut, an
+			// eviction by another connection, a failed write): that is
+			// why the connection ends, not the read error it caused.
+			return why
+		}
 		return err
 	}
 	c.w, c.rerr = n, err
@@ -164,6 +170,7 @@ type listener struct {
 	net.Listener
 	max        int
 	maxPending int
+	budget     budget // answers waiting across connections
 	metrics    *Metrics
 	log        func(msg string, args ...any)
 
@@ -180,12 +187,14 @@ type listener struct {
 	lastRefusal atomic.Int64 // UnixNano of the last cap refusal logged
 }
 
-func newListener(ln net.Listener, max, maxPending int, m *Metrics, log func(string, ...any)) *listener {
-	return &listener{
+func newListener(ln net.Listener, max, maxPending int, maxPendingTotal int64, m *Metrics, log func(string, ...any)) *listener {
+	l := &listener{
 		Listener: ln, max: max, maxPending: maxPending, metrics: m, log: log,
 		conns:   make(map[*gateConn]struct{}),
 		stopped: make(chan struct{}), released: make(chan struct{}),
 	}
+	l.budget = budget{max: maxPendingTotal, cut: m.outputTotal, largest: l.largest}
+	return l
 }
 
 // Accept returns the next connection under the cap. A connection over the
@@ -215,7 +224,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		var c *gateConn
 		if !full {
 			c = &gateConn{Conn: nc, l: l, buf: make([]byte, gateBufSize),
-				out: output{conn: nc, max: l.maxPending, limited: l.metrics.outputLimit}}
+				out: output{conn: nc, max: int64(l.maxPending), limited: l.metrics.outputLimit, budget: &l.budget}}
 			l.conns[c] = struct{}{}
 		}
 		l.mu.Unlock()
@@ -290,6 +299,24 @@ func (l *listener) empty() <-chan struct{} {
 		l.emptied = make(chan struct{})
 	}
 	return l.emptied
+}
+
+// largest returns the output of the open connection holding the most
+// answers waiting, or nil if none holds any: the budget's victim. It reads
+// each count without the connection's lock, so the figures are not one
+// instant's; budget.evict checks its victim again under its lock. It runs
+// only when the budget is spent, and looks at every connection once.
+func (l *listener) largest() *output {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var big *output
+	var most int64
+	for c := range l.conns {
+		if n := c.out.pending.Load(); n > most {
+			big, most = &c.out, n
+		}
+	}
+	return big
 }
 
 // each calls f on every open connection.

@@ -57,7 +57,11 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 //	idalloc_resp_connections                      connections open
 //	idalloc_resp_connections_closed_total{reason} connections the server cut:
 //	                                              reason output_limit, answers
-//	                                              waiting past resp_max_pending
+//	                                              waiting past resp_max_pending;
+//	                                              output_total, the connection
+//	                                              holding the most when those of
+//	                                              all would pass
+//	                                              resp_max_pending_total
 //
 // Segment IDs issued over RESP are counted with every other in
 // idalloc_ids_issued_total{mode="segment"}, which reads the allocator's own
@@ -67,6 +71,7 @@ type Metrics struct {
 	commands    [numCommands][numOutcomes]prometheus.Counter
 	conns       prometheus.Gauge
 	outputLimit prometheus.Counter
+	outputTotal prometheus.Counter
 }
 
 // NewMetrics makes the metrics and registers them on reg. It fails only when
@@ -90,9 +95,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	// bad input), which can join this series rather than new names.
 	closed := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "idalloc", Subsystem: "resp", Name: "connections_closed_total",
-		Help: "Redis-protocol connections the server closed, by reason: output_limit (answers waiting for the client to read them passed resp_max_pending).",
+		Help: "Redis-protocol connections the server closed, by reason: output_limit (answers waiting for the client to read them passed resp_max_pending), output_total (the connection holding the most answers waiting, when those of all connections would pass resp_max_pending_total).",
 	}, []string{"reason"})
 	m.outputLimit = closed.WithLabelValues("output_limit")
+	m.outputTotal = closed.WithLabelValues("output_total")
 	for _, c := range []prometheus.Collector{vec, m.conns, closed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,17 +45,22 @@ var errOutputLimit = errors.New("resp: answers waiting for the client to read th
 // that sends commands and does not read their answers is cut there, having
 // made the process hold about max, plus a piece of a batch's answers
 // (flushSize, see flushEarly), plus its input buffers, instead of all it
-// asked for.
+// asked for. Every backlog's bytes are also counted in the Server's
+// budget, which bounds them across connections (budget.go).
 type output struct {
 	conn    net.Conn
-	max     int
+	max     int64
 	limited prometheus.Counter // connections closed at max
+	budget  *budget
 
 	mu      sync.Mutex
 	backlog [][]byte // answers the socket has not taken, in order
-	pending int      // bytes in backlog and in the writer's hands
-	writing bool     // the writer goroutine runs
-	err     error    // why nothing more can be written
+	// pending is the bytes in backlog and in the writer's hands, all of
+	// them counted in budget. It changes under mu only; budget.largest
+	// reads it without mu.
+	pending atomic.Int64
+	writing bool  // the writer goroutine runs
+	err     error // why nothing more can be written; pending is 0 once set
 	done    chan struct{}
 }
 
@@ -65,14 +71,12 @@ type output struct {
 func (o *output) write(b []byte) (int, error) {
 	o.mu.Lock()
 	if o.err != nil || o.writing {
-		err := o.queue(b)
-		o.mu.Unlock()
-		if err != nil {
-			return 0, err
-		}
-		return len(b), nil
+		defer o.mu.Unlock()
+		return o.enqueue(b, 0)
 	}
 	o.mu.Unlock()
+	// The fast path: the socket takes b at once, and neither the backlog
+	// nor the budget is touched.
 	_ = o.conn.SetWriteDeadline(time.Now().Add(tryWrite))
 	n, err := o.conn.Write(b)
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -80,32 +84,48 @@ func (o *output) write(b []byte) (int, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.enqueue(b, n)
+}
+
+// enqueue queues b[n:], the part of b the socket has not taken, and starts
+// the writer goroutine unless it runs. It is called with mu held. The
+// writer may have ended while queue let go of mu, so whether it runs is
+// asked after queue, not before.
+func (o *output) enqueue(b []byte, n int) (int, error) {
 	if err := o.queue(b[n:]); err != nil {
 		return n, err
 	}
-	o.writing = true
-	o.done = make(chan struct{})
-	go o.writeBacklog(o.done)
+	if !o.writing {
+		o.writing = true
+		o.done = make(chan struct{})
+		go o.writeBacklog(o.done)
+	}
 	return len(b), nil
 }
 
 // queue appends a copy of b to the backlog (b is redcon's buffer, reused
 // once write returns), or closes the connection if that would pass max.
+// If it would pass the budget, the connection holding the most is closed
+// (this one, or another, for which mu is let go meanwhile) until b fits.
 // It is called with mu held.
 func (o *output) queue(b []byte) error {
-	if o.err != nil {
-		return o.err
+	for {
+		if o.err != nil {
+			return o.err
+		}
+		if o.pending.Load()+int64(len(b)) > o.max {
+			o.stop(errOutputLimit)
+			o.limited.Inc()
+			return o.err
+		}
+		if o.budget.take(len(b)) {
+			break
+		}
+		o.mu.Unlock()
+		o.budget.evict()
+		o.mu.Lock()
 	}
-	if o.pending+len(b) > o.max {
-		o.err = errOutputLimit
-		o.backlog = nil
-		o.limited.Inc()
-		// Wakes the writer, and the connection's goroutine at its next
-		// read; pending answers are dropped, as Redis drops them.
-		_ = o.conn.Close()
-		return o.err
-	}
-	o.pending += len(b)
+	o.pending.Add(int64(len(b)))
 	// Small pieces (the answers of short batches) join the last one that
 	// the writer has not taken yet, so a slow reader costs few writes.
 	if n := len(o.backlog); n > 0 && len(o.backlog[n-1])+len(b) <= cap(o.backlog[n-1]) {
@@ -114,6 +134,32 @@ func (o *output) queue(b []byte) error {
 	}
 	o.backlog = append(o.backlog, append(make([]byte, 0, max(len(b), flushSize)), b...))
 	return nil
+}
+
+// stop makes err the reason nothing more is written, unless there is one
+// already: the backlog is dropped, as Redis drops a cut client's answers,
+// its bytes (and those in the writer's hands, whose write the close ends
+// at once) are given back to the budget, and the socket is closed, which
+// wakes the writer and the connection's goroutine at its next read. It is
+// called with mu held, and reports whether err is the reason. Every path
+// that ends the writing goes through it, so the budget gets every byte
+// back: a cut, an eviction, a failed write.
+func (o *output) stop(err error) bool {
+	if o.err != nil {
+		return false
+	}
+	o.err = err
+	o.backlog = nil
+	o.budget.release(o.pending.Swap(0))
+	_ = o.conn.Close()
+	return true
+}
+
+// reason returns why nothing more can be written, or nil.
+func (o *output) reason() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
 }
 
 // writeBacklog is the writer goroutine: it writes the backlog in order and
@@ -137,14 +183,16 @@ func (o *output) writeBacklog(done chan struct{}) {
 		_ = o.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		_, err := o.conn.Write(b)
 		o.mu.Lock()
-		o.pending -= len(b)
-		if err != nil && o.err == nil {
-			o.err = err
+		switch {
+		case err != nil:
+			o.stop(err)
+		case o.err == nil:
+			o.budget.release(int64(len(b)))
+			o.pending.Add(-int64(len(b)))
 		}
+		// Otherwise the connection was stopped during the write, and
+		// stop gave b's bytes back.
 		o.mu.Unlock()
-		if err != nil {
-			_ = o.conn.Close()
-		}
 	}
 }
 

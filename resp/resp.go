@@ -15,10 +15,10 @@
 // pipeline of 10,000 GETs costs a few dozen writes, not 10,000. What redcon
 // lacks is added around its reader and writer (conn.go, frame.go,
 // output.go): the limits on argument size, argument count and command
-// size, refusing bytes that are not RESP, the cap on answers waiting for a
-// client that does not read them (MaxPending, with a write deadline), the
-// connection cap, and a drain that keeps open connections while the
-// listener is closed.
+// size, refusing bytes that are not RESP, the caps on answers waiting for
+// clients that do not read them (MaxPending per connection, with a write
+// deadline, and MaxPendingTotal across them), the connection cap, and a
+// drain that keeps open connections while the listener is closed.
 //
 // The hot path (GET) claims an ID with one atomic add in the allocator and
 // appends its digits to redcon's output buffer: it allocates nothing of its
@@ -28,6 +28,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -103,6 +104,11 @@ type Config struct {
 	// for its client to read them (resp_max_pending); past it the
 	// connection is closed and counted. 0 means DefaultMaxPending (8 MiB).
 	MaxPending int
+	// MaxPendingTotal caps the bytes of answers waiting across all
+	// connections (resp_max_pending_total); when an answer would pass it,
+	// the connection holding the most is closed and counted. 0 means
+	// DefaultMaxPendingTotal (32 MiB); below MaxPending is an error.
+	MaxPendingTotal int64
 	// Version is what INFO and HELLO say this build is.
 	Version string
 	// Logger receives internal errors and the drain; nil discards.
@@ -133,9 +139,12 @@ type Server struct {
 	maxBatch   int
 	maxConns   int
 	maxPending int
-	idle       time.Duration
-	version    string
-	started    time.Time
+	// maxPendingTotal is Config.MaxPendingTotal, shared by the connections
+	// of Serve's listener.
+	maxPendingTotal int64
+	idle            time.Duration
+	version         string
+	started         time.Time
 
 	errBadCount *replyError
 
@@ -150,22 +159,24 @@ type Server struct {
 }
 
 // New checks cfg and deps. Errors: a nil Segments, a negative MaxBatch,
-// MaxConns, IdleTimeout or MaxPending.
+// MaxConns, IdleTimeout, MaxPending or MaxPendingTotal, a MaxPendingTotal
+// below MaxPending (defaults included).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil {
 		return nil, errors.New("resp: Deps.Segments is required")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0 {
-		return nil, errors.New("resp: MaxBatch, MaxConns, IdleTimeout and MaxPending must not be negative")
+	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0 || cfg.MaxPendingTotal < 0 {
+		return nil, errors.New("resp: MaxBatch, MaxConns, IdleTimeout, MaxPending and MaxPendingTotal must not be negative")
 	}
 	s := &Server{
 		seg: deps.Segments, flake: deps.Snowflake,
 		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
-		maxBatch:   orDefault(cfg.MaxBatch, DefaultMaxBatch),
-		maxConns:   orDefault(cfg.MaxConns, DefaultMaxConns),
-		maxPending: orDefault(cfg.MaxPending, DefaultMaxPending),
-		idle:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
-		version:    cfg.Version, started: time.Now(),
+		maxBatch:        orDefault(cfg.MaxBatch, DefaultMaxBatch),
+		maxConns:        orDefault(cfg.MaxConns, DefaultMaxConns),
+		maxPending:      orDefault(cfg.MaxPending, DefaultMaxPending),
+		maxPendingTotal: orDefault(cfg.MaxPendingTotal, DefaultMaxPendingTotal),
+		idle:            orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		version:         cfg.Version, started: time.Now(),
 		cutC:    make(chan struct{}),
 		onFlake: cfg.OnSnowflake,
 	}
@@ -185,6 +196,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		}
 		s.metrics = m
 	}
+	if s.maxPendingTotal < int64(s.maxPending) {
+		// One connection could then not hold what MaxPending allows it.
+		return nil, fmt.Errorf("resp: MaxPendingTotal %d is below MaxPending %d", s.maxPendingTotal, s.maxPending)
+	}
 	s.adminBytes = []byte(s.admin)
 	s.errBadCount = badCount(s.maxBatch)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -194,7 +209,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
-func orDefault[T int | time.Duration](v, def T) T {
+func orDefault[T int | int64 | time.Duration](v, def T) T {
 	if v == 0 {
 		return def
 	}
@@ -209,7 +224,7 @@ func orDefault[T int | time.Duration](v, def T) T {
 // ended, or redcon's error if serving fails. It leaves the dependencies
 // open. A Server serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	l := newListener(ln, s.maxConns, s.maxPending, s.metrics, s.log.Warn)
+	l := newListener(ln, s.maxConns, s.maxPending, s.maxPendingTotal, s.metrics, s.log.Warn)
 	s.cutMu.Lock()
 	s.ln = l
 	s.cutMu.Unlock()
@@ -281,12 +296,14 @@ func (s *Server) accept(c redcon.Conn) bool {
 
 // closed is redcon's callback when a connection ends, called under its
 // server-wide lock: it only logs refusals of bad input and the output
-// limit, at debug level (the limit is counted in the metrics).
+// limits, at debug level (the limits are counted in the metrics).
 func (s *Server) closed(c redcon.Conn, err error) {
 	if pe, ok := errors.AsType[*protocolError](err); ok {
 		s.log.Debug("resp: connection closed on bad input", "remote", c.RemoteAddr(), "err", pe)
 	} else if errors.Is(err, errOutputLimit) {
 		s.log.Debug("resp: connection closed: answers waiting past resp_max_pending", "remote", c.RemoteAddr(), "resp_max_pending", s.maxPending)
+	} else if errors.Is(err, errOutputTotal) {
+		s.log.Debug("resp: connection closed: it held the most answers waiting when those of all passed resp_max_pending_total", "remote", c.RemoteAddr(), "resp_max_pending_total", s.maxPendingTotal)
 	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		s.log.Debug("resp: connection ended", "remote", c.RemoteAddr(), "err", err)
 	}
