@@ -283,7 +283,7 @@ func TestMaxPendingTotal(t *testing.T) {
 // flood pipelines SNOWFLAKE 1000 on c and reads nothing until the server
 // closes it, or returns an error after 20 s.
 func flood(c *rawConn) error {
-	chunk := []byte(strings.Repeat(flakes1000, 1000))
+	chunk := []byte(strings.Repeat(flakes1000, 1000)) // 29 KB: 26 MB of answers
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 		_, err := c.Write(chunk)
