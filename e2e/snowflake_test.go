@@ -19,6 +19,17 @@ const (
 
 func flakeWorker(id int64) int64 { return id >> flakeSeqBits & (1<<flakeWorkerBits - 1) }
 
+// flakeTime is the time in an ID, by the default snowflake.epoch.
+func flakeTime(id int64) time.Time {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(id>>22) * time.Millisecond)
+}
+
+// stopSlack bounds how long after kill(SIGSTOP) returns a process may still
+// run: the signal returns before every thread has stopped, so a request
+// read in that moment is timestamped, and fenced, before the stop, and its
+// answer goes out at the wake.
+const stopSlack = 20 * time.Millisecond
+
 // TestSnowflakeLeaseTakeover: instances A and C hold the only two worker IDs
 // of a cluster (worker_bits 1, lease_ttl 3s); B waits for one. A is frozen
 // with SIGSTOP past its TTL, so B takes A's worker ID over; A is resumed
@@ -236,6 +247,11 @@ func leaseTakeover(t *testing.T, env *suiteEnv, lease map[string]any, cluster st
 			if w != wa {
 				t.Errorf("A issued %d with worker %d before the freeze, holding %d", r.ID, w, wa)
 			}
+			aPre = append(aPre, r.ID)
+		case call.recv.Before(cStopAt) && w == wa && flakeTime(r.ID).Before(frozenAt.Add(stopSlack)):
+			// Made before the stop took hold, under the lease as it was.
+			t.Logf("A answered %d (worker %d, timestamped %s before the freeze was sent) %s after waking",
+				r.ID, w, ms(frozenAt.Sub(flakeTime(r.ID))), ms(call.recv.Sub(thawedAt)))
 			aPre = append(aPre, r.ID)
 		case call.recv.Before(cStopAt):
 			t.Errorf("A issued %d (worker %d) %s after waking (request sent %s after the freeze), before any worker ID was free: an ID under a lapsed lease",
