@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -65,37 +64,40 @@ func TestScanMatchesServerFormat(t *testing.T) {
 	}
 }
 
+// TestRespCodeErrors: each answer maps to its sentinel by resp_code,
+// narrowed by kind and field, never by the words (a newer server may say
+// them otherwise).
 func TestRespCodeErrors(t *testing.T) {
 	for _, tc := range []struct {
-		code int
-		msg  string
-		want error
+		code        int
+		kind, field string
+		want        error
 	}{
-		{1, "invalid count: must be an integer from 1 to 1000", ErrBadRequest},
-		{1, workerlease.ErrInvalidToken.Error(), ErrInvalidToken},
-		{1, "invalid worker_id: must be from 0 to 3", ErrInvalidWorkerID},
-		{1, segment.ErrInvalidTag.Error(), ErrInvalidTag},
-		{2, segment.ErrUnknownTag.Error(), ErrUnknownTag},
-		{3, "draining: retry on another instance", ErrUnavailable},
-		{4, "clock moved backwards: retry later or on another instance", ErrUnavailable},
-		{5, workerlease.ErrNoWorkerID.Error(), ErrNoAvailableID},
-		{6, workerlease.ErrTokenMismatch.Error(), ErrTokenMismatch},
-		{6, workerlease.ErrLeaseExpired.Error(), ErrTokenExpired},
-		{6, workerlease.ErrNotAssigned.Error(), ErrNotAssigned},
-		{6, "words of a newer server", ErrTokenMismatch},
-		{7, "missing or wrong admin token: send Authorization: Bearer <admin_token>", ErrUnauthorized},
-		{8, "internal error", ErrInternal},
-		{9, "method not allowed: see the Allow header", ErrBadRequest},
-		{10, segment.ErrExhausted.Error(), ErrExhausted},
-		{42, "a code from the future", ErrInternal},
+		{1, "bad_request", "count", ErrBadRequest},
+		{1, "bad_request", "token", ErrInvalidToken},
+		{1, "bad_request", "worker_id", ErrInvalidWorkerID},
+		{1, "bad_request", "app_tag", ErrInvalidTag},
+		{2, "unknown_tag", "app_tag", ErrUnknownTag},
+		{3, "draining", "", ErrUnavailable},
+		{4, "clock_backwards", "", ErrUnavailable},
+		{5, "no_worker_id", "", ErrNoAvailableID},
+		{6, "token_mismatch", "token", ErrTokenMismatch},
+		{6, "lease_expired", "token", ErrTokenExpired},
+		{6, "not_assigned", "worker_id", ErrNotAssigned},
+		{6, "a_kind_of_a_newer_server", "", ErrTokenMismatch},
+		{7, "unauthorized", "", ErrUnauthorized},
+		{8, "internal", "", ErrInternal},
+		{9, "method_not_allowed", "", ErrBadRequest},
+		{10, "exhausted", "app_tag", ErrExhausted},
+		{42, "", "", ErrInternal},
 	} {
-		err := error(newError("http://x", 400, tc.code, tc.msg))
+		err := error(newError("http://x", 400, answerError{tc.code, "words", tc.kind, tc.field}))
 		if !errors.Is(err, tc.want) {
-			t.Errorf("resp_code %d %q: got %v, want errors.Is %v", tc.code, tc.msg, err, tc.want)
+			t.Errorf("resp_code %d %s %s: got %v, want errors.Is %v", tc.code, tc.kind, tc.field, err, tc.want)
 		}
 	}
 	// The client's names are the domain's values: either name matches.
-	if !errors.Is(newError("u", 409, 6, workerlease.ErrLeaseExpired.Error()), workerlease.ErrLeaseExpired) {
+	if !errors.Is(newError("u", 409, answerError{6, "", "lease_expired", "token"}), workerlease.ErrLeaseExpired) {
 		t.Error("ErrTokenExpired is not workerlease.ErrLeaseExpired")
 	}
 }

@@ -3,8 +3,8 @@ package client
 import (
 	"errors"
 	"strconv"
-	"strings"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -89,7 +89,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.sentinel }
 
 // codeErrors is the one table from resp_code (API.md §2) to sentinel;
-// refine narrows codes 1 and 6.
+// refine narrows codes 1 and 6 by kind and field.
 var codeErrors = map[int]error{
 	1:  ErrBadRequest,
 	2:  ErrUnknownTag,
@@ -103,41 +103,40 @@ var codeErrors = map[int]error{
 	10: ErrExhausted,
 }
 
-// leaseConflicts tells the cases of resp_code 6 apart. The server answers
-// every conflict with one code and no structured field, and sends the
-// workerlease error's message unchanged (server.classify), so the
-// message is the only signal: it is compared with the words of the very
-// errors the server sends, which live in this module, never with a copy.
-var leaseConflicts = []error{ErrTokenExpired, ErrNotAssigned, ErrTokenMismatch}
-
-// invalidFields tells the cases of resp_code 1 apart the same way: a domain
-// error's message is "invalid <field>: <reason>".
-var invalidFields = []*workerlease.Error{workerlease.ErrInvalidWorkerID, workerlease.ErrInvalidToken}
-
-// newError builds the *Error of a non-zero resp_code.
-func newError(url string, status, code int, msg string) *Error {
-	return &Error{RespCode: code, HTTPStatus: status, Msg: msg, URL: url, sentinel: refine(code, msg)}
+// answerError is a non-zero answer's envelope: resp_code, msg, and the
+// kind and field every error carries (API.md §2).
+type answerError struct {
+	code        int
+	msg         string
+	kind, field string
 }
 
-func refine(code int, msg string) error {
-	switch code {
-	case 1:
-		for _, e := range invalidFields {
-			if strings.HasPrefix(msg, "invalid "+e.Field+":") {
-				return e
-			}
-		}
-		if strings.HasPrefix(msg, "invalid "+segment.ErrInvalidTag.Field+":") {
+// newError builds the *Error of a non-zero answer.
+func newError(url string, status int, a answerError) *Error {
+	return &Error{RespCode: a.code, HTTPStatus: status, Msg: a.msg, URL: url, sentinel: refine(a)}
+}
+
+// refine narrows a resp_code by the answer's kind and field, never by its
+// words: resp_code 6 is three kinds, and resp_code 1 names its field.
+func refine(a answerError) error {
+	switch errs.Kind(a.kind) {
+	case errs.TokenMismatch:
+		return ErrTokenMismatch
+	case errs.LeaseExpired:
+		return ErrTokenExpired
+	case errs.NotAssigned:
+		return ErrNotAssigned
+	case errs.BadRequest:
+		switch a.field {
+		case "worker_id":
+			return workerlease.ErrInvalidWorkerID
+		case "token":
+			return workerlease.ErrInvalidToken
+		case "app_tag":
 			return ErrInvalidTag
 		}
-	case 6:
-		for _, e := range leaseConflicts {
-			if msg == e.Error() {
-				return e
-			}
-		}
 	}
-	if s, ok := codeErrors[code]; ok {
+	if s, ok := codeErrors[a.code]; ok {
 		return s
 	}
 	return ErrInternal // a code this client does not know

@@ -108,7 +108,8 @@ func (c *Client) do(ctx context.Context, r request, handle func(answer) error) e
 			last = err
 			continue
 		}
-		code, msg, ok := envelope(a.body)
+		ae, ok := envelope(a.body)
+		code := ae.code
 		if !ok {
 			putBody(a.body)
 			in.setAside(c.since() + defaultAside)
@@ -117,7 +118,7 @@ func (c *Client) do(ctx context.Context, r request, handle func(answer) error) e
 		}
 		if code != 0 {
 			putBody(a.body)
-			e := newError(in.base, a.status, code, msg)
+			e := newError(in.base, a.status, ae)
 			if retryElsewhere(code) || code == r.elsewhere {
 				if a.status != http.StatusServiceUnavailable { // a 503's Retry-After is set already
 					in.setAside(c.since() + defaultAside)
@@ -194,20 +195,22 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return min(max(d, 100*time.Millisecond), maxAside)
 }
 
-// envelope reads resp_code and msg. ok is false when body is not a JSON
-// object with an integer resp_code: a proxy's error page, say.
-func envelope(body []byte) (code int, msg string, ok bool) {
+// envelope reads resp_code, msg, kind and field. ok is false when body is
+// not a JSON object with an integer resp_code: a proxy's error page, say.
+func envelope(body []byte) (a answerError, ok bool) {
 	if bytes.HasPrefix(body, okPrefix) {
-		return 0, "success", true // the server's own success form, without decoding
+		return answerError{msg: "success"}, true // the server's own success form, without decoding
 	}
 	var e struct {
 		RespCode *int   `json:"resp_code"`
 		Msg      string `json:"msg"`
+		Kind     string `json:"kind"`
+		Field    string `json:"field"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.RespCode == nil {
-		return 0, "", false
+		return answerError{}, false
 	}
-	return *e.RespCode, e.Msg, true
+	return answerError{*e.RespCode, e.Msg, e.Kind, e.Field}, true
 }
 
 // maxBody bounds an answer: a batch of 100,000 snowflake IDs, each twice

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -110,8 +111,8 @@ func TestUnreachable(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: %s on a closed port: no error", name, call.name)
 			}
-			if kind, _, ok := workerlease.Describe(err); ok {
-				t.Errorf("%s: %s error %v is a refusal of kind %q, want a plain fault", name, call.name, err, kind)
+			if e, ok := errs.Describe(err); ok {
+				t.Errorf("%s: %s error %v is a refusal of kind %q, want a plain fault", name, call.name, err, e.Kind)
 			}
 			if errors.Is(err, workerlease.ErrLayoutMismatch) || errors.Is(err, workerlease.ErrInvalidConfig) {
 				t.Errorf("%s: %s error %v matches a sentinel, want a plain fault", name, call.name, err)

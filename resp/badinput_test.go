@@ -20,10 +20,10 @@ import (
 // lease calls and no decomposition: those cases are skipped.
 func TestBadInputSameWordsAsHTTP(t *testing.T) {
 	classByKind := map[string]string{ // API.md §6, written out
-		"invalid":   "ERR",
-		"not_found": "ERR",
-		"exists":    "ERR",
-		"conflict":  "ERR",
+		"bad_request":  "ERR",
+		"unknown_tag":  "ERR",
+		"exists":       "ERR",
+		"not_assigned": "ERR",
 	}
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {

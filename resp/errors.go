@@ -4,9 +4,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/errs"
 )
 
 // RESP error classes: the first word of an error reply, which clients read
@@ -19,37 +17,29 @@ const (
 	classNoProto = "NOPROTO"
 )
 
-// kindClass is the answer to each kind of domain error: the domain
-// packages own the rules and the words, this table only picks the class;
-// the message is the domain error's own, the one HTTP sends as msg. A kind
-// missing here is answered as an internal error; TestKindClass lists every
-// package's kinds.
-var kindClass = []struct{ kind, class string }{
-	{string(segment.KindInvalid), classErr},
-	{string(segment.KindNotFound), classErr},
-	{string(segment.KindExists), classErr},
-	{string(segment.KindExhausted), classErr},
-	{string(segment.KindUnavailable), classTryAgain},
-	{string(snowflake.KindClockBackwards), classTryAgain},
+// kindClass is the one place that picks the RESP error class of each kind
+// of the vocabulary (package errs); the message is the error's own, the
+// one HTTP sends as msg. A kind missing here is answered as an internal
+// error; TestKindClass holds it to errs.Kinds.
+var kindClass = map[errs.Kind]string{
+	errs.BadRequest:       classErr,
+	errs.UnknownTag:       classErr,
+	errs.UnknownRoute:     classErr,
+	errs.Exists:           classErr,
+	errs.Exhausted:        classErr,
+	errs.MethodNotAllowed: classErr,
+	errs.TokenMismatch:    classErr,
+	errs.LeaseExpired:     classErr,
+	errs.NotAssigned:      classErr,
+	errs.Unavailable:      classTryAgain,
+	errs.Draining:         classTryAgain,
+	errs.ClockBackwards:   classTryAgain,
+	errs.PeriodExhausted:  classTryAgain,
 	// No worker ID is free for this instance (HTTP's resp_code 5): another
 	// instance may hold one, and this one keeps trying.
-	{string(workerlease.KindNoWorkerID), classTryAgain},
-	{string(workerlease.KindConflict), classErr},
-}
-
-// describe finds the domain error in err: its Kind, as the word the domain
-// packages share, and its message.
-func describe(err error) (kind, msg string, ok bool) {
-	if k, m, ok := segment.Describe(err); ok {
-		return string(k), m, true
-	}
-	if k, m, ok := snowflake.Describe(err); ok {
-		return string(k), m, true
-	}
-	if k, m, ok := workerlease.Describe(err); ok {
-		return string(k), m, true
-	}
-	return "", "", false
+	errs.NoWorkerID:   classTryAgain,
+	errs.Unauthorized: classNoAuth,
+	errs.Forbidden:    classNoAuth,
 }
 
 // replyError is an answer this front end gives in its own words: a
@@ -119,17 +109,14 @@ func classify(err error) (line string, out outcome, internal bool) {
 	if re, ok := errors.AsType[*replyError](err); ok {
 		return re.line, re.outcome, false
 	}
-	if kind, msg, ok := describe(err); ok {
-		for _, k := range kindClass {
-			if k.kind != kind {
-				continue
-			}
-			switch k.class {
-			case classTryAgain:
-				return k.class + " " + msg, outTryAgain, false
-			default:
-				return k.class + " " + msg, outErr, false
-			}
+	if e, ok := errs.Describe(err); ok {
+		switch class := kindClass[e.Kind]; class {
+		case classTryAgain:
+			return class + " " + e.Error(), outTryAgain, false
+		case classNoAuth:
+			return class + " " + e.Error(), outNoAuth, false
+		case classErr:
+			return class + " " + e.Error(), outErr, false
 		}
 	}
 	return errInternal.line, outInternal, true

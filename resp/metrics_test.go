@@ -9,9 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/errs"
 )
 
 func testutilGauge(m *Metrics) float64 { return testutil.ToFloat64(m.conns) }
@@ -80,35 +78,34 @@ func counterValue(in *instance, command, outcome string) (float64, error) {
 	return 0, fmt.Errorf("no series")
 }
 
-// TestKindClass: every Kind of the three domain packages has its class, and
-// the message is the domain's own; an unknown kind is an internal error.
+// TestKindClass: every kind of the vocabulary (errs.Kinds) has its class,
+// and the message is the error's own; an unknown kind, a fault or the
+// internal kind is an internal error.
 func TestKindClass(t *testing.T) {
-	tests := []struct {
-		err       error
-		wantClass string
-	}{
-		{&segment.Error{Kind: segment.KindInvalid, Field: "f", Reason: "r"}, "ERR"},
-		{&segment.Error{Kind: segment.KindNotFound, Reason: "r"}, "ERR"},
-		{&segment.Error{Kind: segment.KindExists, Reason: "r"}, "ERR"},
-		{&segment.Error{Kind: segment.KindExhausted, Reason: "r"}, "ERR"},
-		{&segment.Error{Kind: segment.KindUnavailable, Reason: "r"}, "TRYAGAIN"},
-		{&workerlease.Error{Kind: workerlease.KindInvalid, Field: "f", Reason: "r"}, "ERR"},
-		{&workerlease.Error{Kind: workerlease.KindNoWorkerID, Reason: "r"}, "TRYAGAIN"},
-		{&workerlease.Error{Kind: workerlease.KindConflict, Reason: "r"}, "ERR"},
-		{&workerlease.Error{Kind: workerlease.KindUnavailable, Reason: "r"}, "TRYAGAIN"},
-		{&snowflake.Error{Kind: snowflake.KindInvalid, Field: "f", Reason: "r"}, "ERR"},
-		{&snowflake.Error{Kind: snowflake.KindClockBackwards, Reason: "r"}, "TRYAGAIN"},
-		{&snowflake.Error{Kind: snowflake.KindUnavailable, Reason: "r"}, "TRYAGAIN"},
-		{fmt.Errorf("fetch: %w", segment.ErrUnavailable), "TRYAGAIN"},
+	want := map[errs.Kind]string{
+		errs.BadRequest: "ERR", errs.UnknownTag: "ERR", errs.UnknownRoute: "ERR",
+		errs.Exists: "ERR", errs.Exhausted: "ERR", errs.MethodNotAllowed: "ERR",
+		errs.TokenMismatch: "ERR", errs.LeaseExpired: "ERR", errs.NotAssigned: "ERR",
+		errs.Unavailable: "TRYAGAIN", errs.Draining: "TRYAGAIN", errs.ClockBackwards: "TRYAGAIN",
+		errs.PeriodExhausted: "TRYAGAIN", errs.NoWorkerID: "TRYAGAIN",
+		errs.Unauthorized: "NOAUTH", errs.Forbidden: "NOAUTH",
 	}
-	for _, tt := range tests {
-		_, msg, _ := describe(tt.err)
-		line, _, internal := classify(tt.err)
-		if internal || line != tt.wantClass+" "+msg {
-			t.Errorf("%T %v: reply %q (internal %v), want %q", tt.err, tt.err, line, internal, tt.wantClass+" "+msg)
+	for _, kind := range errs.Kinds() {
+		if kind == errs.Internal {
+			continue
+		}
+		err := fmt.Errorf("fetch: %w", errs.E(kind, "f", "r", nil))
+		class, ok := want[kind]
+		if !ok {
+			t.Errorf("kind %q has no class in this test", kind)
+			continue
+		}
+		line, _, internal := classify(err)
+		if msg := errs.E(kind, "f", "r", nil).Error(); internal || line != class+" "+msg {
+			t.Errorf("%s: reply %q (internal %v), want %q", kind, line, internal, class+" "+msg)
 		}
 	}
-	for _, err := range []error{&segment.Error{Kind: "no_such_kind", Reason: "r"}, fmt.Errorf("disk on fire")} {
+	for _, err := range []error{errs.E("no_such_kind", "", "r", nil), errs.E(errs.Internal, "", "r", nil), fmt.Errorf("disk on fire")} {
 		if line, out, internal := classify(err); !internal || line != "ERR internal error" || out != outInternal {
 			t.Errorf("%v: reply %q, want ERR internal error", err, line)
 		}

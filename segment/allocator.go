@@ -13,15 +13,16 @@
 // segments, give-back and the store's row count the tag's sequence, which a
 // scrambled tag maps through a keyed permutation as the last step of issue.
 //
-// Errors carry their meaning: every refusal is an *Error with a Kind
-// (invalid, not_found, exists, exhausted, unavailable) and the message a
-// user reads, which names the input at fault and what a valid one is
-// ("invalid step: must be from 1 to 1000000"). The rules and the words
-// live here, once: CheckNewTag holds every rule a new tag must meet.
-// Front ends (HTTP, RESP) parse their wire format, call the Allocator, and
-// answer an error with Describe: the Kind picks their own code or class
-// from one small table, the message goes out unchanged. The sentinels
-// (ErrUnknownTag, ErrInvalidStep, ...) match with errors.Is.
+// Errors carry their meaning: every refusal is an *errs.Error with a Kind
+// of idalloc's vocabulary (bad_request, unknown_tag, exists, exhausted,
+// unavailable, draining), the field at fault, and the message a user
+// reads, which names the input and what a valid one is ("invalid step:
+// must be from 1 to 1000000"). The rules and the words live here, once:
+// CheckNewTag holds every rule a new tag must meet. Front ends (HTTP, RESP)
+// parse their wire format, call the Allocator, and answer an error with
+// errs.Describe: the Kind picks their own code or class from one small
+// table, the message goes out unchanged. The sentinels (ErrUnknownTag,
+// ErrInvalidStep, ...) match with errors.Is.
 package segment
 
 import (
@@ -35,6 +36,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idalloc/idalloc/errs"
 )
 
 // DefaultMaxStep is the adaptive step's cap when Config.MaxStep is 0.
@@ -92,7 +95,7 @@ type Allocator struct {
 	store Store
 	cfg   Config
 	// errStep refuses a step above cfg.MaxStep in words that name it.
-	errStep *Error
+	errStep *errs.Error
 
 	// tags is replaced whole (copy on write) so lookups take no lock.
 	tags   atomic.Pointer[map[string]*buffer]

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -32,12 +33,12 @@ func TestCheckNewTagWords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := segment.CheckNewTag(tt.tag, 1000)
-			e, ok := errors.AsType[*segment.Error](err)
+			e, ok := errors.AsType[*errs.Error](err)
 			if !ok {
-				t.Fatalf("CheckNewTag error = %v, want a *segment.Error", err)
+				t.Fatalf("CheckNewTag error = %v, want an *errs.Error", err)
 			}
-			if e.Kind != segment.KindInvalid || e.Field != tt.wantField || e.Error() != tt.wantMsg {
-				t.Errorf("got %s %s %q, want invalid %s %q", e.Kind, e.Field, e.Error(), tt.wantField, tt.wantMsg)
+			if e.Kind != errs.BadRequest || e.Field != tt.wantField || e.Error() != tt.wantMsg {
+				t.Errorf("got %s %s %q, want bad_request %s %q", e.Kind, e.Field, e.Error(), tt.wantField, tt.wantMsg)
 			}
 			if !errors.Is(err, tt.wantIs) {
 				t.Errorf("error %v is not %v", err, tt.wantIs)
@@ -63,27 +64,28 @@ func TestCreateTagSameWordsAsCheck(t *testing.T) {
 	}
 }
 
-// TestDescribe finds the domain error under any wrapping, and nothing in a
-// fault, whose text is not for clients.
+// TestDescribe finds the domain error under any wrapping, its kind and
+// field, and nothing in a fault, whose text is not for clients.
 func TestDescribe(t *testing.T) {
 	tests := []struct {
-		err      error
-		wantKind segment.Kind
-		wantMsg  string
-		wantOK   bool
+		err       error
+		wantKind  errs.Kind
+		wantField string
+		wantMsg   string
+		wantOK    bool
 	}{
-		{fmt.Errorf("fetch segment %q: %w", "t", segment.ErrUnknownTag), segment.KindNotFound, segment.ErrUnknownTag.Error(), true},
-		{fmt.Errorf("%w: %w", segment.ErrUnavailable, errors.New("dial tcp: secret")), segment.KindUnavailable, segment.ErrUnavailable.Error(), true},
-		{segment.ErrClosed, segment.KindUnavailable, "draining: retry on another instance", true},
-		{segment.ErrTagExists, segment.KindExists, "app_tag already exists", true},
-		{segment.ErrExhausted, segment.KindExhausted, "app_tag ID space exhausted", true},
-		{fmt.Errorf("%w: got (5, 15]", segment.ErrRewound), "", "", false},
-		{errors.New("dial tcp: secret"), "", "", false},
+		{fmt.Errorf("fetch segment %q: %w", "t", segment.ErrUnknownTag), errs.UnknownTag, "app_tag", segment.ErrUnknownTag.Error(), true},
+		{fmt.Errorf("%w: %w", segment.ErrUnavailable, errors.New("dial tcp: secret")), errs.Unavailable, "", segment.ErrUnavailable.Error(), true},
+		{segment.ErrClosed, errs.Draining, "", "draining: retry on another instance", true},
+		{segment.ErrTagExists, errs.Exists, "app_tag", "app_tag already exists", true},
+		{segment.ErrExhausted, errs.Exhausted, "app_tag", "app_tag ID space exhausted", true},
+		{fmt.Errorf("%w: got (5, 15]", segment.ErrRewound), "", "", "", false},
+		{errors.New("dial tcp: secret"), "", "", "", false},
 	}
 	for _, tt := range tests {
-		kind, msg, ok := segment.Describe(tt.err)
-		if kind != tt.wantKind || msg != tt.wantMsg || ok != tt.wantOK {
-			t.Errorf("Describe(%v) = %q, %q, %v; want %q, %q, %v", tt.err, kind, msg, ok, tt.wantKind, tt.wantMsg, tt.wantOK)
+		e, ok := errs.Describe(tt.err)
+		if ok != tt.wantOK || ok && (e.Kind != tt.wantKind || e.Field != tt.wantField || e.Error() != tt.wantMsg) {
+			t.Errorf("Describe(%v) = %+v, %v; want %q %q %q, %v", tt.err, e, ok, tt.wantKind, tt.wantField, tt.wantMsg, tt.wantOK)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/scramble"
 )
 
@@ -66,7 +67,7 @@ var (
 // FormatUnsupported returns the error of a store that cannot keep number
 // formats, with fix (how to make it able, shown to the user) in its words.
 // It is ErrFormatUnsupported.
-func FormatUnsupported(fix string) *Error {
+func FormatUnsupported(fix string) *errs.Error {
 	return invalid("format", ErrFormatUnsupported.Reason+": "+fix, ErrFormatUnsupported)
 }
 
@@ -81,7 +82,7 @@ var pow10 = func() (p [MaxLength + 1]int64) {
 
 // fixedStartError is the error for a fixed_length start that leaves no
 // length-digit ID.
-func fixedStartError(length int) *Error {
+func fixedStartError(length int) *errs.Error {
 	return invalid("start", fmt.Sprintf("must be from 1 to %d for format fixed_length with length %d", pow10[length]-1, length),
 		ErrInvalidStart)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -80,9 +81,9 @@ func TestCheckNewTagFormats(t *testing.T) {
 				}
 				return
 			}
-			kind, msg, _ := segment.Describe(err)
-			if kind != segment.KindInvalid || msg != tt.wantMsg || !errors.Is(err, tt.wantIs) {
-				t.Errorf("CheckNewTag error = %s %q (%v), want invalid %q (%v)", kind, msg, err, tt.wantMsg, tt.wantIs)
+			e, _ := errs.Describe(err)
+			if e == nil || e.Kind != errs.BadRequest || e.Error() != tt.wantMsg || !errors.Is(err, tt.wantIs) {
+				t.Errorf("CheckNewTag error = %+v (%v), want bad_request %q (%v)", e, err, tt.wantMsg, tt.wantIs)
 			}
 		})
 	}
@@ -112,7 +113,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("IDs = %v, want %v then exhausted", got, want)
 	}
-	_, msg, _ := segment.Describe(segment.ErrExhausted)
+	msg := segment.ErrExhausted.Error()
 	if msg != "app_tag ID space exhausted" {
 		t.Errorf("exhausted message %q", msg)
 	}

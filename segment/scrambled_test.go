@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/scramble"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -243,7 +244,7 @@ func TestUnservableRowIsRefused(t *testing.T) {
 		if err == nil {
 			t.Fatalf("Next(%s) served an ID", tag)
 		}
-		if _, _, ok := segment.Describe(err); ok {
+		if _, ok := errs.Describe(err); ok {
 			t.Errorf("Next(%s) = %v, want a fault (no client words)", tag, err)
 		}
 		if err := a.NextN(ctx, tag, make([]int64, 3)); err == nil {

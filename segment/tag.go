@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/scramble"
 )
 
@@ -51,7 +52,7 @@ func ValidTag(s string) bool {
 // Allocator.CreateTag does, with maxStep the cap of Step. Defaults: Format
 // "" is sequential; Start 0 is the format's first ID (1; for fixed_length
 // 10^(Length−1), which a smaller Start is raised to as well; scrambled
-// takes no other start). It returns t as it is to be stored, or an *Error
+// takes no other start). It returns t as it is to be stored, or an *errs.Error
 // of KindInvalid for the first field at fault, in the order app_tag, step,
 // format, length, start, description: ErrInvalidTag; an error naming the
 // cap that is also ErrInvalidStep; ErrInvalidFormat; an error naming the
@@ -71,13 +72,13 @@ func CheckNewTag(t Tag, maxStep int64) (Tag, error) {
 }
 
 // stepError is the error for a step outside [1, maxStep].
-func stepError(maxStep int64) *Error {
+func stepError(maxStep int64) *errs.Error {
 	return invalid("step", "must be from 1 to "+strconv.FormatInt(maxStep, 10), ErrInvalidStep)
 }
 
 // checkNewTag is CheckNewTag with the step error made ahead, as the
 // Allocator does in New; nil makes it here.
-func checkNewTag(t Tag, maxStep int64, errStep *Error) (Tag, error) {
+func checkNewTag(t Tag, maxStep int64, errStep *errs.Error) (Tag, error) {
 	switch {
 	case !ValidTag(t.AppTag):
 		return t, ErrInvalidTag
@@ -145,7 +146,7 @@ func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 		}
 	}
 	if err := a.store.CreateTag(ctx, t); err != nil {
-		if _, ok := errors.AsType[*Error](err); ok {
+		if _, ok := errors.AsType[*errs.Error](err); ok {
 			return err // the store's refusal, in the domain's words
 		}
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

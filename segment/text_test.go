@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -79,11 +80,11 @@ func TestDescriptionMustBeText(t *testing.T) {
 // naming the description, in the words want, which never hold the value.
 func checkNotText(tb testing.TB, call string, err error, want string) {
 	tb.Helper()
-	e, ok := errors.AsType[*segment.Error](err)
+	e, ok := errors.AsType[*errs.Error](err)
 	if !ok {
-		tb.Fatalf("%s error = %v, want a *segment.Error", call, err)
+		tb.Fatalf("%s error = %v, want an *errs.Error", call, err)
 	}
-	if e.Kind != segment.KindInvalid || e.Field != "description" || e.Error() != want {
+	if e.Kind != errs.BadRequest || e.Field != "description" || e.Error() != want {
 		tb.Errorf("%s: got %s %s %q, want invalid description %q", call, e.Kind, e.Field, e.Error(), want)
 	}
 	if !errors.Is(err, segment.ErrDescriptionNotText) || !errors.Is(err, segment.ErrInvalidDescription) {

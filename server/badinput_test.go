@@ -22,10 +22,10 @@ func TestBadInputSameWordsAsDomain(t *testing.T) {
 	// The contract's answer per Kind (API.md §2), written out rather than
 	// read from kindTable, which is what is under test.
 	wantByKind := map[string]struct{ code, status int }{
-		"invalid":   {1, 400},
-		"not_found": {2, 404},
-		"conflict":  {6, 409},
-		"exists":    {10, 409},
+		"bad_request":  {1, 400},
+		"unknown_tag":  {2, 404},
+		"not_assigned": {6, 409},
+		"exists":       {10, 409},
 	}
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {

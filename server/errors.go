@@ -5,9 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/errs"
 )
 
 // Response codes of the contract's table (API.md §2).
@@ -38,49 +36,40 @@ var (
 	errNoLeases         = errors.New("worker-ID leases disabled")
 )
 
-// answer is how one kind of error is told to the client.
+// answer is how one error is told to the client: the contract's resp_code
+// and status for its kind, the kind itself and the field at fault (API.md
+// §2), and the words.
 type answer struct {
 	code   int
 	status int
+	kind   errs.Kind
+	field  string
 	msg    string
 }
 
-// kindTable is the contract's answer to each kind of domain error: the
-// domain packages (segment, workerlease, snowflake) own the rules and the
-// words, and this table only says which resp_code and HTTP status each Kind
-// gets; the message is the domain error's own. The packages spell a shared
-// kind the same way, so one row serves all three: segment's "invalid" is
-// workerlease's and snowflake's too. A Kind missing here would be answered
-// as an internal error; TestKindTable lists every package's kinds.
-var kindTable = []struct {
-	kind         string
-	code, status int
-}{
-	{string(segment.KindInvalid), codeBadRequest, http.StatusBadRequest},
-	{string(segment.KindNotFound), codeUnknownTag, http.StatusNotFound},
-	{string(segment.KindUnavailable), codeUnavailable, http.StatusServiceUnavailable},
-	{string(snowflake.KindClockBackwards), codeClockDrift, http.StatusServiceUnavailable},
-	{string(workerlease.KindNoWorkerID), codeNoWorkerID, http.StatusConflict},
-	{string(workerlease.KindConflict), codeLeaseConflict, http.StatusConflict},
-	{string(segment.KindExists), codeConflict, http.StatusConflict},
-	{string(segment.KindExhausted), codeConflict, http.StatusConflict},
-}
-
-// describe finds the domain error in err: its Kind, as the shared word, and
-// its message. No error the server meets wraps errors of two packages; the
-// order follows the handlers' (leased.Source passes snowflake's errors
-// on).
-func describe(err error) (kind, msg string, ok bool) {
-	if k, m, ok := segment.Describe(err); ok {
-		return string(k), m, true
-	}
-	if k, m, ok := snowflake.Describe(err); ok {
-		return string(k), m, true
-	}
-	if k, m, ok := workerlease.Describe(err); ok {
-		return string(k), m, true
-	}
-	return "", "", false
+// kindTable is the one place that says which resp_code and HTTP status
+// each kind of the vocabulary (package errs) gets; the message is the
+// error's own. A kind missing here is answered as internal;
+// TestKindTable holds it to errs.Kinds.
+var kindTable = map[errs.Kind]struct{ code, status int }{
+	errs.BadRequest:       {codeBadRequest, http.StatusBadRequest},
+	errs.UnknownTag:       {codeUnknownTag, http.StatusNotFound},
+	errs.UnknownRoute:     {codeUnknownTag, http.StatusNotFound},
+	errs.Unavailable:      {codeUnavailable, http.StatusServiceUnavailable},
+	errs.Draining:         {codeUnavailable, http.StatusServiceUnavailable},
+	errs.ClockBackwards:   {codeClockDrift, http.StatusServiceUnavailable},
+	errs.NoWorkerID:       {codeNoWorkerID, http.StatusConflict},
+	errs.TokenMismatch:    {codeLeaseConflict, http.StatusConflict},
+	errs.LeaseExpired:     {codeLeaseConflict, http.StatusConflict},
+	errs.NotAssigned:      {codeLeaseConflict, http.StatusConflict},
+	errs.Unauthorized:     {codeUnauthorized, http.StatusUnauthorized},
+	errs.Forbidden:        {codeUnauthorized, http.StatusForbidden},
+	errs.Internal:         {codeInternal, http.StatusInternalServerError},
+	errs.MethodNotAllowed: {codeMethodNotAllowed, http.StatusMethodNotAllowed},
+	errs.Exists:           {codeConflict, http.StatusConflict},
+	errs.Exhausted:        {codeConflict, http.StatusConflict},
+	// A dated tag's period used up: try again in the next (API.md §11).
+	errs.PeriodExhausted: {codeUnavailable, http.StatusServiceUnavailable},
 }
 
 // ownErrors are the errors only this front end raises (routes, admin
@@ -91,20 +80,26 @@ var ownErrors = []struct {
 	err error
 	answer
 }{
-	{errNotFound, answer{codeUnknownTag, http.StatusNotFound, "unknown route"}},
-	{errMethodNotAllowed, answer{codeMethodNotAllowed, http.StatusMethodNotAllowed, "method not allowed: see the Allow header"}},
-	{errUnauthorized, answer{codeUnauthorized, http.StatusUnauthorized, "missing or wrong admin token: send Authorization: Bearer <admin_token>"}},
-	{errLoopbackOnly, answer{codeUnauthorized, http.StatusUnauthorized, "admin calls are served to loopback clients only: configure admin_token"}},
+	{errNotFound, own(errs.UnknownRoute, "unknown route")},
+	{errMethodNotAllowed, own(errs.MethodNotAllowed, "method not allowed: see the Allow header")},
+	{errUnauthorized, own(errs.Unauthorized, "missing or wrong admin token: send Authorization: Bearer <admin_token>")},
+	{errLoopbackOnly, own(errs.Unauthorized, "admin calls are served to loopback clients only: configure admin_token")},
 	// The three below say which header and what to do; none echoes the
 	// header's value, which the client already knows.
-	{errForeignHost, answer{codeUnauthorized, http.StatusUnauthorized, "admin call refused: its Host is not a loopback name; address this service as localhost, 127.0.0.1 or [::1], or configure admin_token"}},
-	{errCrossOrigin, answer{codeUnauthorized, http.StatusUnauthorized, "admin call refused: cross-origin request (its Origin header names another site); make admin calls from curl or a server-side client, not from a web page"}},
-	{errCrossSite, answer{codeUnauthorized, http.StatusUnauthorized, "admin call refused: cross-site request (Sec-Fetch-Site); make admin calls from curl or a server-side client, not from a web page"}},
-	{errNoSnowflake, answer{codeNoWorkerID, http.StatusConflict, "snowflake mode is not enabled on this instance"}},
-	{errNoLeases, answer{codeNoWorkerID, http.StatusConflict, "worker-ID leases are not enabled on this instance"}},
+	{errForeignHost, own(errs.Unauthorized, "admin call refused: its Host is not a loopback name; address this service as localhost, 127.0.0.1 or [::1], or configure admin_token")},
+	{errCrossOrigin, own(errs.Unauthorized, "admin call refused: cross-origin request (its Origin header names another site); make admin calls from curl or a server-side client, not from a web page")},
+	{errCrossSite, own(errs.Unauthorized, "admin call refused: cross-site request (Sec-Fetch-Site); make admin calls from curl or a server-side client, not from a web page")},
+	{errNoSnowflake, own(errs.NoWorkerID, "snowflake mode is not enabled on this instance")},
+	{errNoLeases, own(errs.NoWorkerID, "worker-ID leases are not enabled on this instance")},
 }
 
-var internalAnswer = answer{codeInternal, http.StatusInternalServerError, "internal error"}
+// own is the answer of kind in msg's words.
+func own(kind errs.Kind, msg string) answer {
+	a := kindTable[kind]
+	return answer{a.code, a.status, kind, "", msg}
+}
+
+var internalAnswer = own(errs.Internal, "internal error")
 
 // paramError is a request this front end cannot read: a parameter or body
 // field absent, of the wrong JSON type, badly escaped, or a body that is not
@@ -113,27 +108,25 @@ var internalAnswer = answer{codeInternal, http.StatusInternalServerError, "inter
 // comes back as the domain's *Error instead. Its message is built from our
 // own words and the field's name only, never from the offending value.
 type paramError struct {
-	msg string
+	field, msg string
 }
 
 func (e *paramError) Error() string { return e.msg }
 
-func badParam(field, why string) error { return &paramError{"invalid " + field + ": " + why} }
+func badParam(field, why string) error { return &paramError{field, "invalid " + field + ": " + why} }
 
-func missingParam(field string) error { return &paramError{"missing " + field} }
+func missingParam(field string) error { return &paramError{field, "missing " + field} }
 
 // classify finds err's answer: a wire-format error (paramError) is a bad
 // request in its own words; a domain error is answered by its Kind, with
 // its message; then the server's own errors; anything else is internal.
 func classify(err error) answer {
 	if pe, ok := errors.AsType[*paramError](err); ok {
-		return answer{codeBadRequest, http.StatusBadRequest, pe.msg}
+		return answer{codeBadRequest, http.StatusBadRequest, errs.BadRequest, pe.field, pe.msg}
 	}
-	if kind, msg, ok := describe(err); ok {
-		for _, k := range kindTable {
-			if k.kind == kind {
-				return answer{k.code, k.status, msg}
-			}
+	if e, ok := errs.Describe(err); ok {
+		if a, ok := kindTable[e.Kind]; ok && e.Kind != errs.Internal {
+			return answer{a.code, a.status, e.Kind, e.Field, e.Error()}
 		}
 		return internalAnswer
 	}
@@ -162,6 +155,12 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, err error, sta
 	b = strconv.AppendInt(b, int64(a.code), 10)
 	b = append(b, `,"msg":`...)
 	b = appendString(b, a.msg)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, string(a.kind))
+	if a.field != "" {
+		b = append(b, `,"field":`...)
+		b = appendString(b, a.field)
+	}
 	if status != "" {
 		b = append(b, `,"status":`...)
 		b = appendString(b, status)

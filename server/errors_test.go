@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
@@ -259,41 +260,41 @@ func TestErrorTable(t *testing.T) {
 	}
 }
 
-// TestKindTable checks that every Kind of every domain package has the
-// contract's answer, so a kind spelt differently in one package, or added
-// without a row, cannot fall through to an internal error.
+// TestKindTable: every kind of the vocabulary (errs.Kinds, API.md §2) has
+// the contract's resp_code and status, and goes out on the wire as its
+// kind with its field; an unknown kind is an internal error.
 func TestKindTable(t *testing.T) {
-	tests := []struct {
-		err                  error
-		wantCode, wantStatus int
-	}{
-		{&segment.Error{Kind: segment.KindInvalid, Field: "f", Reason: "r"}, 1, 400},
-		{&segment.Error{Kind: segment.KindNotFound, Reason: "r"}, 2, 404},
-		{&segment.Error{Kind: segment.KindExists, Reason: "r"}, 10, 409},
-		{&segment.Error{Kind: segment.KindExhausted, Reason: "r"}, 10, 409},
-		{&segment.Error{Kind: segment.KindUnavailable, Reason: "r"}, 3, 503},
-		{&workerlease.Error{Kind: workerlease.KindInvalid, Field: "f", Reason: "r"}, 1, 400},
-		{&workerlease.Error{Kind: workerlease.KindNoWorkerID, Reason: "r"}, 5, 409},
-		{&workerlease.Error{Kind: workerlease.KindConflict, Reason: "r"}, 6, 409},
-		{&workerlease.Error{Kind: workerlease.KindUnavailable, Reason: "r"}, 3, 503},
-		{&snowflake.Error{Kind: snowflake.KindInvalid, Field: "f", Reason: "r"}, 1, 400},
-		{&snowflake.Error{Kind: snowflake.KindClockBackwards, Reason: "r"}, 4, 503},
-		{&snowflake.Error{Kind: snowflake.KindUnavailable, Reason: "r"}, 3, 503},
-		{&segment.Error{Kind: "no_such_kind", Reason: "r"}, 8, 500},
+	want := map[errs.Kind][2]int{
+		errs.BadRequest: {1, 400}, errs.UnknownTag: {2, 404}, errs.UnknownRoute: {2, 404},
+		errs.Unavailable: {3, 503}, errs.Draining: {3, 503}, errs.ClockBackwards: {4, 503},
+		errs.NoWorkerID: {5, 409}, errs.TokenMismatch: {6, 409}, errs.LeaseExpired: {6, 409},
+		errs.NotAssigned: {6, 409}, errs.Unauthorized: {7, 401}, errs.Forbidden: {7, 403},
+		errs.Internal: {8, 500}, errs.MethodNotAllowed: {9, 405}, errs.Exists: {10, 409},
+		errs.Exhausted: {10, 409}, errs.PeriodExhausted: {3, 503},
 	}
-	for _, tt := range tests {
-		kind, msg, _ := describe(tt.err)
-		t.Run(fmt.Sprintf("%T/%s", tt.err, kind), func(t *testing.T) {
-			got := classify(tt.err)
-			if got.code != tt.wantCode || got.status != tt.wantStatus {
-				t.Errorf("classify = %d/%d, want %d/%d", got.code, got.status, tt.wantCode, tt.wantStatus)
+	for _, kind := range errs.Kinds() {
+		t.Run(string(kind), func(t *testing.T) {
+			w, ok := want[kind]
+			if !ok {
+				t.Fatalf("kind %q has no answer in this test", kind)
 			}
-			if tt.wantCode != codeInternal && got.msg != msg {
-				t.Errorf("msg = %q, want the domain's %q", got.msg, msg)
+			err := fmt.Errorf("wrapped: %w", errs.E(kind, "f", "r", nil))
+			got := classify(err)
+			if got.code != w[0] || got.status != w[1] {
+				t.Errorf("classify = %d/%d, want %d/%d", got.code, got.status, w[0], w[1])
 			}
-			if tt.wantCode == codeInternal && got.msg != "internal error" {
-				t.Errorf("msg = %q for an unknown kind, want \"internal error\"", got.msg)
+			if kind == errs.Internal {
+				if got.msg != "internal error" || got.field != "" {
+					t.Errorf("internal: msg %q field %q, want \"internal error\" and none", got.msg, got.field)
+				}
+				return
+			}
+			if got.kind != kind || got.field != "f" || got.msg != errs.E(kind, "f", "r", nil).Error() {
+				t.Errorf("classify = %+v, want kind %q, field f and the error's own words", got, kind)
 			}
 		})
+	}
+	if got := classify(errs.E("no_such_kind", "", "r", nil)); got.code != codeInternal || got.msg != "internal error" {
+		t.Errorf("an unknown kind: %+v, want an internal error", got)
 	}
 }

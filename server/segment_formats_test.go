@@ -173,8 +173,8 @@ func TestFixedLengthExhaustedOverHTTP(t *testing.T) {
 	for _, c := range []struct{ target, want string }{
 		{"/alloc?app_tag=d", `{"resp_code":0,"msg":"success","id":97}`},
 		{"/alloc?app_tag=d&count=2", `{"resp_code":0,"msg":"success","id":98,"ids":[98,99]}`},
-		{"/alloc?app_tag=d", `{"resp_code":10,"msg":"app_tag ID space exhausted"}`},
-		{"/alloc?app_tag=d&count=1", `{"resp_code":10,"msg":"app_tag ID space exhausted"}`},
+		{"/alloc?app_tag=d", `{"resp_code":10,"msg":"app_tag ID space exhausted","kind":"exhausted","field":"app_tag"}`},
+		{"/alloc?app_tag=d&count=1", `{"resp_code":10,"msg":"app_tag ID space exhausted","kind":"exhausted","field":"app_tag"}`},
 	} {
 		rec := serve(h, "GET", c.target, "", loopback, "")
 		if got := rec.Body.String(); got != c.want {

@@ -74,7 +74,7 @@ func TestServeDrain(t *testing.T) {
 	stopped := time.Now()
 	eventually(t, "draining", func() bool {
 		code, body, _ := get(base + "/health")
-		return code == http.StatusServiceUnavailable && body == `{"resp_code":3,"msg":"draining: retry on another instance","status":"draining"}`
+		return code == http.StatusServiceUnavailable && body == `{"resp_code":3,"msg":"draining: retry on another instance","kind":"draining","status":"draining"}`
 	})
 	if took := time.Since(stopped); took > drain/3 {
 		t.Errorf("/health turned draining after %v, want at once", took)

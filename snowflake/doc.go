@@ -28,9 +28,9 @@
 // Time, sleeping and randomness are injected through Settings, so every tier
 // can be tested with a fake clock.
 //
-// Errors a client may see are *Error values with a Kind (invalid,
-// clock_backwards, unavailable) and the message a user reads; Describe
-// returns both from any error that wraps one. Front ends answer by Kind from
+// Errors a client may see are *errs.Error values with a Kind (bad_request,
+// clock_backwards, unavailable) and the message a user reads; errs.Describe
+// finds one in any error that wraps it. Front ends answer by Kind from
 // one small table of their own and send the message unchanged, so HTTP and
 // RESP say the same words.
 package snowflake

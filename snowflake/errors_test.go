@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/errs"
 )
 
 // TestDescribe finds the words a client reads under the detail the
@@ -19,20 +21,25 @@ func TestDescribe(t *testing.T) {
 	tests := []struct {
 		name     string
 		err      error
-		wantKind Kind
+		wantKind errs.Kind
 		wantMsg  string
 		wantOK   bool
 	}{
-		{"negative id", negative, KindInvalid, "invalid id: want a non-negative 64-bit snowflake ID", true},
-		{"drift try later", fmt.Errorf("clock is 20ms behind the last issued timestamp 5: %w", ErrClockDriftTryLater), KindClockBackwards, "clock moved backwards: retry later or on another instance", true},
-		{"drift too large", ErrClockDriftTooLargeToRecover, KindClockBackwards, "clock moved backwards too far: snowflake stopped on this instance, use another instance", true},
-		{"fenced", ErrFenced, KindUnavailable, "worker lease not confirmed: retry", true},
+		{"negative id", negative, errs.BadRequest, "invalid id: want a non-negative 64-bit snowflake ID", true},
+		{"drift try later", fmt.Errorf("clock is 20ms behind the last issued timestamp 5: %w", ErrClockDriftTryLater), errs.ClockBackwards, "clock moved backwards: retry later or on another instance", true},
+		{"drift too large", ErrClockDriftTooLargeToRecover, errs.ClockBackwards, "clock moved backwards too far: snowflake stopped on this instance, use another instance", true},
+		{"fenced", ErrFenced, errs.Unavailable, "worker lease not confirmed: retry", true},
 		{"invalid layout", badBits, "", "", false},
 		{"time exhausted", ErrTimeExhausted, "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, msg, ok := Describe(tt.err)
+			var kind errs.Kind
+			var msg string
+			e, ok := errs.Describe(tt.err)
+			if ok {
+				kind, msg = e.Kind, e.Error()
+			}
 			if kind != tt.wantKind || msg != tt.wantMsg || ok != tt.wantOK {
 				t.Errorf("Describe(%v) = %q, %q, %v; want %q, %q, %v", tt.err, kind, msg, ok, tt.wantKind, tt.wantMsg, tt.wantOK)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -96,8 +97,12 @@ func TestMySQLBeforeFormatColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(ctx)
-	kind, msg, _ := segment.Describe(a.CreateTag(ctx, segment.Tag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 8}))
-	if kind != segment.KindInvalid || !strings.HasPrefix(msg, "invalid format: this store keeps only sequential tags: ") ||
+	e, ok := errs.Describe(a.CreateTag(ctx, segment.Tag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 8}))
+	if !ok {
+		t.Fatalf("Allocator.CreateTag(fixed_length): no refusal")
+	}
+	kind, msg := e.Kind, e.Error()
+	if kind != errs.BadRequest || !strings.HasPrefix(msg, "invalid format: this store keeps only sequential tags: ") ||
 		!strings.Contains(msg, "-init-schema") || !strings.Contains(msg, wantAddFormats) {
 		t.Errorf("Allocator.CreateTag(fixed_length) = %s %q, want invalid, naming -init-schema and %q", kind, msg, wantAddFormats)
 	}

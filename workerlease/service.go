@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/idalloc/idalloc/errs"
 )
 
 // Defaults of Config.
@@ -48,7 +50,7 @@ type Config struct {
 
 // Service grants, renews and releases worker-ID leases on a Store, validating
 // every input first so that nothing malformed reaches the store. Its errors
-// are *Error values whose messages front ends send as they are. It is the API
+// are *errs.Error values whose messages front ends send as they are. It is the API
 // behind POST /workerid* and the Keeper's own lease. It starts no goroutines
 // and is safe for concurrent use.
 type Service struct {
@@ -60,7 +62,7 @@ type Service struct {
 	rand        io.Reader
 	now         func() time.Time
 	// errWorkerID refuses a worker ID out of range in words that name it.
-	errWorkerID *Error
+	errWorkerID *errs.Error
 }
 
 // NewService returns a Service on store. Errors (all ErrInvalidConfig): a

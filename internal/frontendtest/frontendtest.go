@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/store"
@@ -94,8 +95,8 @@ type Case struct {
 
 	ID int64
 
-	// WantKind is the domain error's Kind, as the word the domain
-	// packages share ("invalid", "not_found", "exists", "conflict").
+	// WantKind is the domain error's Kind, as the vocabulary (package
+	// errs) spells it: "bad_request", "unknown_tag", "exists", …
 	WantKind string
 	// WantMsg is the domain error's message, which every front end sends
 	// unchanged: HTTP as msg, RESP after the error class.
@@ -126,73 +127,73 @@ func Cases() []Case {
 	const tsMsg = "invalid last_timestamp_ms: must be Unix milliseconds, from 0 to a day past this server's clock"
 	return []Case{
 		// Tags, on every call that takes one.
-		{Name: "alloc tag with a space", Op: Alloc, Tag: "a b", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc tag of 65 characters", Op: Alloc, Tag: strings.Repeat("a", 65), WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc tag with a slash", Op: Alloc, Tag: "a/b", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc tag with a NUL", Op: Alloc, Tag: "order\x00", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc tag with a log line in it", Op: Alloc, Tag: "order\nlevel=ERROR", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc tag not ASCII", Op: Alloc, Tag: "\u2713", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc tag with SQL", Op: Alloc, Tag: "x'; DROP TABLE segments;--", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc batch invalid tag", Op: Alloc, Tag: "a b", Count: 5, WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "alloc unknown tag", Op: Alloc, Tag: "nope", WantKind: "not_found", WantMsg: msgUnknownTag},
-		{Name: "alloc batch unknown tag", Op: Alloc, Tag: "nope", Count: 3, WantKind: "not_found", WantMsg: msgUnknownTag},
-		{Name: "buffered invalid tag", Op: Buffered, Tag: "no pe", WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "buffered unknown tag", Op: Buffered, Tag: "nope", WantKind: "not_found", WantMsg: msgUnknownTag},
+		{Name: "alloc tag with a space", Op: Alloc, Tag: "a b", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc tag of 65 characters", Op: Alloc, Tag: strings.Repeat("a", 65), WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc tag with a slash", Op: Alloc, Tag: "a/b", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc tag with a NUL", Op: Alloc, Tag: "order\x00", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc tag with a log line in it", Op: Alloc, Tag: "order\nlevel=ERROR", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc tag not ASCII", Op: Alloc, Tag: "\u2713", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc tag with SQL", Op: Alloc, Tag: "x'; DROP TABLE segments;--", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc batch invalid tag", Op: Alloc, Tag: "a b", Count: 5, WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "alloc unknown tag", Op: Alloc, Tag: "nope", WantKind: "unknown_tag", WantMsg: msgUnknownTag},
+		{Name: "alloc batch unknown tag", Op: Alloc, Tag: "nope", Count: 3, WantKind: "unknown_tag", WantMsg: msgUnknownTag},
+		{Name: "buffered invalid tag", Op: Buffered, Tag: "no pe", WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "buffered unknown tag", Op: Buffered, Tag: "nope", WantKind: "unknown_tag", WantMsg: msgUnknownTag},
 
 		// New tags: every rule of segment.CheckNewTag, in its order.
-		{Name: "create invalid tag", Op: CreateTag, Tag: "bad tag", Step: 10, WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "create empty tag", Op: CreateTag, Tag: "", Step: 10, WantKind: "invalid", WantMsg: msgInvalidTag},
-		{Name: "create step 0", Op: CreateTag, Tag: "t1", Step: 0, WantKind: "invalid", WantMsg: stepMsg},
-		{Name: "create negative step", Op: CreateTag, Tag: "t1", Step: -5, WantKind: "invalid", WantMsg: stepMsg},
-		{Name: "create step above max_step", Op: CreateTag, Tag: "t1", Step: MaxStep + 1, WantKind: "invalid", WantMsg: stepMsg},
-		{Name: "create negative start", Op: CreateTag, Tag: "t1", Step: 10, Start: -3, WantKind: "invalid", WantMsg: startMsg},
-		{Name: "create start above the highest ID", Op: CreateTag, Tag: "t1", Step: 10, Start: math.MaxInt64, WantKind: "invalid", WantMsg: startMsg},
+		{Name: "create invalid tag", Op: CreateTag, Tag: "bad tag", Step: 10, WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "create empty tag", Op: CreateTag, Tag: "", Step: 10, WantKind: "bad_request", WantMsg: msgInvalidTag},
+		{Name: "create step 0", Op: CreateTag, Tag: "t1", Step: 0, WantKind: "bad_request", WantMsg: stepMsg},
+		{Name: "create negative step", Op: CreateTag, Tag: "t1", Step: -5, WantKind: "bad_request", WantMsg: stepMsg},
+		{Name: "create step above max_step", Op: CreateTag, Tag: "t1", Step: MaxStep + 1, WantKind: "bad_request", WantMsg: stepMsg},
+		{Name: "create negative start", Op: CreateTag, Tag: "t1", Step: 10, Start: -3, WantKind: "bad_request", WantMsg: startMsg},
+		{Name: "create start above the highest ID", Op: CreateTag, Tag: "t1", Step: 10, Start: math.MaxInt64, WantKind: "bad_request", WantMsg: startMsg},
 		{Name: "create description too long", Op: CreateTag, Tag: "t1", Step: 10, Description: strings.Repeat("é", segment.MaxDescription+1),
-			WantKind: "invalid", WantMsg: fmt.Sprintf("invalid description: longer than %d characters", segment.MaxDescription)},
-		{Name: "create bad tag and bad step names the tag", Op: CreateTag, Tag: "bad tag", Step: 0, WantKind: "invalid", WantMsg: msgInvalidTag},
+			WantKind: "bad_request", WantMsg: fmt.Sprintf("invalid description: longer than %d characters", segment.MaxDescription)},
+		{Name: "create bad tag and bad step names the tag", Op: CreateTag, Tag: "bad tag", Step: 0, WantKind: "bad_request", WantMsg: msgInvalidTag},
 
 		// Number formats (API.md §7), checked after the step, before the
 		// start and description.
-		{Name: "create unknown format", Op: CreateTag, Tag: "t1", Step: 10, Format: "random", Length: 8, WantKind: "invalid", WantMsg: msgInvalidFormat},
-		{Name: "create format in capitals", Op: CreateTag, Tag: "t1", Step: 10, Format: "Scrambled", Length: 8, WantKind: "invalid", WantMsg: msgInvalidFormat},
-		{Name: "create length without a format", Op: CreateTag, Tag: "t1", Step: 10, Length: 8, WantKind: "invalid", WantMsg: msgLengthSequential},
-		{Name: "create sequential with a length", Op: CreateTag, Tag: "t1", Step: 10, Format: "sequential", Length: 8, WantKind: "invalid", WantMsg: msgLengthSequential},
-		{Name: "create fixed_length without length", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", WantKind: "invalid", WantMsg: msgLengthFixed},
-		{Name: "create fixed_length of 19 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: 19, WantKind: "invalid", WantMsg: msgLengthFixed},
-		{Name: "create fixed_length of negative length", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: -1, WantKind: "invalid", WantMsg: msgLengthFixed},
+		{Name: "create unknown format", Op: CreateTag, Tag: "t1", Step: 10, Format: "random", Length: 8, WantKind: "bad_request", WantMsg: msgInvalidFormat},
+		{Name: "create format in capitals", Op: CreateTag, Tag: "t1", Step: 10, Format: "Scrambled", Length: 8, WantKind: "bad_request", WantMsg: msgInvalidFormat},
+		{Name: "create length without a format", Op: CreateTag, Tag: "t1", Step: 10, Length: 8, WantKind: "bad_request", WantMsg: msgLengthSequential},
+		{Name: "create sequential with a length", Op: CreateTag, Tag: "t1", Step: 10, Format: "sequential", Length: 8, WantKind: "bad_request", WantMsg: msgLengthSequential},
+		{Name: "create fixed_length without length", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", WantKind: "bad_request", WantMsg: msgLengthFixed},
+		{Name: "create fixed_length of 19 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: 19, WantKind: "bad_request", WantMsg: msgLengthFixed},
+		{Name: "create fixed_length of negative length", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: -1, WantKind: "bad_request", WantMsg: msgLengthFixed},
 		{Name: "create fixed_length start with too many digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "fixed_length", Length: 6, Start: 1_000_000,
-			WantKind: "invalid", WantMsg: "invalid start: must be from 1 to 999999 for format fixed_length with length 6"},
-		{Name: "create scrambled without length", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", WantKind: "invalid", WantMsg: msgLengthScrambled},
-		{Name: "create scrambled of 5 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 5, WantKind: "invalid", WantMsg: msgLengthScrambled},
-		{Name: "create scrambled of 19 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 19, WantKind: "invalid", WantMsg: msgLengthScrambled},
+			WantKind: "bad_request", WantMsg: "invalid start: must be from 1 to 999999 for format fixed_length with length 6"},
+		{Name: "create scrambled without length", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", WantKind: "bad_request", WantMsg: msgLengthScrambled},
+		{Name: "create scrambled of 5 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 5, WantKind: "bad_request", WantMsg: msgLengthScrambled},
+		{Name: "create scrambled of 19 digits", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 19, WantKind: "bad_request", WantMsg: msgLengthScrambled},
 		{Name: "create scrambled with a start", Op: CreateTag, Tag: "t1", Step: 10, Format: "scrambled", Length: 8, Start: 1000,
-			WantKind: "invalid", WantMsg: "invalid start: must be absent (or 1) for format scrambled: its IDs follow no order, so there is no first one to choose"},
-		{Name: "create bad step and bad format names the step", Op: CreateTag, Tag: "t1", Step: 0, Format: "random", WantKind: "invalid", WantMsg: stepMsg},
+			WantKind: "bad_request", WantMsg: "invalid start: must be absent (or 1) for format scrambled: its IDs follow no order, so there is no first one to choose"},
+		{Name: "create bad step and bad format names the step", Op: CreateTag, Tag: "t1", Step: 0, Format: "random", WantKind: "bad_request", WantMsg: stepMsg},
 		{Name: "create bad format and bad description names the format", Op: CreateTag, Tag: "t1", Step: 10, Format: "random",
-			Description: strings.Repeat("é", segment.MaxDescription+1), WantKind: "invalid", WantMsg: msgInvalidFormat},
+			Description: strings.Repeat("é", segment.MaxDescription+1), WantKind: "bad_request", WantMsg: msgInvalidFormat},
 		{Name: "create existing tag in another format", Op: CreateTag, Tag: ExistingTag, Step: 10, Format: "scrambled", Length: 8, WantKind: "exists", WantMsg: "app_tag already exists"},
 		{Name: "create existing tag", Op: CreateTag, Tag: ExistingTag, Step: 10, WantKind: "exists", WantMsg: "app_tag already exists"},
 
 		// Worker-ID leases: the Service's checks, in its order, then the
 		// store's verdict on a well-formed token that holds nothing.
-		{Name: "acquire invalid cluster", Op: Acquire, Cluster: "a b", WantKind: "invalid", WantMsg: msgInvalidCluster},
-		{Name: "acquire cluster of 65 characters", Op: Acquire, Cluster: strings.Repeat("c", 65), WantKind: "invalid", WantMsg: msgInvalidCluster},
-		{Name: "renew invalid cluster", Op: Renew, Cluster: "x;y", WorkerID: 1, Token: WellFormedToken, WantKind: "invalid", WantMsg: msgInvalidCluster},
-		{Name: "renew negative worker_id", Op: Renew, WorkerID: -1, Token: WellFormedToken, WantKind: "invalid", WantMsg: workerMsg},
-		{Name: "renew worker_id above max", Op: Renew, WorkerID: MaxWorkerID + 1, Token: WellFormedToken, WantKind: "invalid", WantMsg: workerMsg},
-		{Name: "renew short token", Op: Renew, WorkerID: 1, Token: "abc", WantKind: "invalid", WantMsg: msgInvalidToken},
-		{Name: "renew empty token", Op: Renew, WorkerID: 1, Token: "", WantKind: "invalid", WantMsg: msgInvalidToken},
-		{Name: "renew token in standard base64", Op: Renew, WorkerID: 1, Token: WellFormedToken[:21] + "+", WantKind: "invalid", WantMsg: msgInvalidToken},
-		{Name: "renew negative last_timestamp_ms", Op: Renew, WorkerID: 1, Token: WellFormedToken, LastTimestampMS: -1, WantKind: "invalid", WantMsg: tsMsg},
-		{Name: "renew last_timestamp_ms in microseconds", Op: Renew, WorkerID: 1, Token: WellFormedToken, LastTimestampMS: time.Now().UnixMicro(), WantKind: "invalid", WantMsg: tsMsg},
-		{Name: "renew bad worker_id and bad token names the worker_id", Op: Renew, WorkerID: -1, Token: "abc", WantKind: "invalid", WantMsg: workerMsg},
-		{Name: "renew token that holds nothing", Op: Renew, WorkerID: 5, Token: WellFormedToken, WantKind: "conflict", WantMsg: msgNotAssigned},
-		{Name: "release worker_id above max", Op: Release, WorkerID: MaxWorkerID + 1, Token: WellFormedToken, WantKind: "invalid", WantMsg: workerMsg},
-		{Name: "release short token", Op: Release, WorkerID: 1, Token: "abc", WantKind: "invalid", WantMsg: msgInvalidToken},
-		{Name: "release token that holds nothing", Op: Release, WorkerID: 5, Token: WellFormedToken, WantKind: "conflict", WantMsg: msgNotAssigned},
+		{Name: "acquire invalid cluster", Op: Acquire, Cluster: "a b", WantKind: "bad_request", WantMsg: msgInvalidCluster},
+		{Name: "acquire cluster of 65 characters", Op: Acquire, Cluster: strings.Repeat("c", 65), WantKind: "bad_request", WantMsg: msgInvalidCluster},
+		{Name: "renew invalid cluster", Op: Renew, Cluster: "x;y", WorkerID: 1, Token: WellFormedToken, WantKind: "bad_request", WantMsg: msgInvalidCluster},
+		{Name: "renew negative worker_id", Op: Renew, WorkerID: -1, Token: WellFormedToken, WantKind: "bad_request", WantMsg: workerMsg},
+		{Name: "renew worker_id above max", Op: Renew, WorkerID: MaxWorkerID + 1, Token: WellFormedToken, WantKind: "bad_request", WantMsg: workerMsg},
+		{Name: "renew short token", Op: Renew, WorkerID: 1, Token: "abc", WantKind: "bad_request", WantMsg: msgInvalidToken},
+		{Name: "renew empty token", Op: Renew, WorkerID: 1, Token: "", WantKind: "bad_request", WantMsg: msgInvalidToken},
+		{Name: "renew token in standard base64", Op: Renew, WorkerID: 1, Token: WellFormedToken[:21] + "+", WantKind: "bad_request", WantMsg: msgInvalidToken},
+		{Name: "renew negative last_timestamp_ms", Op: Renew, WorkerID: 1, Token: WellFormedToken, LastTimestampMS: -1, WantKind: "bad_request", WantMsg: tsMsg},
+		{Name: "renew last_timestamp_ms in microseconds", Op: Renew, WorkerID: 1, Token: WellFormedToken, LastTimestampMS: time.Now().UnixMicro(), WantKind: "bad_request", WantMsg: tsMsg},
+		{Name: "renew bad worker_id and bad token names the worker_id", Op: Renew, WorkerID: -1, Token: "abc", WantKind: "bad_request", WantMsg: workerMsg},
+		{Name: "renew token that holds nothing", Op: Renew, WorkerID: 5, Token: WellFormedToken, WantKind: "not_assigned", WantMsg: msgNotAssigned},
+		{Name: "release worker_id above max", Op: Release, WorkerID: MaxWorkerID + 1, Token: WellFormedToken, WantKind: "bad_request", WantMsg: workerMsg},
+		{Name: "release short token", Op: Release, WorkerID: 1, Token: "abc", WantKind: "bad_request", WantMsg: msgInvalidToken},
+		{Name: "release token that holds nothing", Op: Release, WorkerID: 5, Token: WellFormedToken, WantKind: "not_assigned", WantMsg: msgNotAssigned},
 
 		// Snowflake IDs.
-		{Name: "decompose negative id", Op: Decompose, ID: -1, WantKind: "invalid", WantMsg: "invalid id: want a non-negative 64-bit snowflake ID"},
+		{Name: "decompose negative id", Op: Decompose, ID: -1, WantKind: "bad_request", WantMsg: "invalid id: want a non-negative 64-bit snowflake ID"},
 	}
 }
 
@@ -257,20 +258,15 @@ func (c Case) Call(ctx context.Context, d Domain) error {
 	return fmt.Errorf("frontendtest: unknown op %q", c.Op)
 }
 
-// Describe returns the Kind (as the shared word) and the message of the
-// domain error in err, whichever domain package made it; ok is false when
-// there is none.
+// Describe returns the Kind (as the contract's word) and the message of
+// the domain error in err, whichever domain package made it; ok is false
+// when there is none.
 func Describe(err error) (kind, msg string, ok bool) {
-	if k, m, ok := segment.Describe(err); ok {
-		return string(k), m, true
+	e, ok := errs.Describe(err)
+	if !ok {
+		return "", "", false
 	}
-	if k, m, ok := snowflake.Describe(err); ok {
-		return string(k), m, true
-	}
-	if k, m, ok := workerlease.Describe(err); ok {
-		return string(k), m, true
-	}
-	return "", "", false
+	return string(e.Kind), e.Error(), true
 }
 
 // CheckUnchanged fails tb unless st, on which Open built the fixture, still
