@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 )
 
 // countingTransport counts the requests of a Client, by path.
@@ -169,9 +171,8 @@ func TestNextN(t *testing.T) {
 func TestBatchSizeFollowsThePace(t *testing.T) {
 	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
 	srv.createTag(t, "order", 1000)
-	var clock fakeClock
-	clock.set(time.Now())
-	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 1000, Now: clock.now})
+	clock := testclock.New(time.Now())
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 1000, Now: clock.Now})
 	ctx := t.Context()
 	b, err := c.newTag("order")
 	if err != nil {
@@ -214,7 +215,7 @@ func TestBatchSizeFollowsThePace(t *testing.T) {
 	}
 	for range 3 {
 		quiesce()
-		clock.advance(11 * time.Second)
+		clock.Add(11 * time.Second)
 		for prev := lastStart(); !fetching() && lastStart() == prev; {
 			if _, err := c.Next(ctx, "order"); err != nil {
 				t.Fatal(err)
@@ -225,19 +226,6 @@ func TestBatchSizeFollowsThePace(t *testing.T) {
 	if got := size(); got != 125 {
 		t.Errorf("size after three fetches 11s apart: got %d, want 1000/8 = 125", got)
 	}
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-func (c *fakeClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 func TestTagErrors(t *testing.T) {

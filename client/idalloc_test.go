@@ -6,10 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // The idalloc binary, built once per test process from the module root
@@ -138,7 +138,7 @@ func newServer(tb testing.TB, name string, cfg map[string]any) *server {
 
 // prepareServer writes the config of a server in dir, on a port of its own.
 func prepareServer(dir, name string, cfg map[string]any) (*server, error) {
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -289,31 +289,6 @@ func (s *server) createTag(tb testing.TB, tag string, step int) {
 	if status != http.StatusCreated {
 		tb.Fatalf("create tag %s: HTTP %d %v", tag, status, v)
 	}
-}
-
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
-// freePort returns a loopback port that was free a moment ago and that
-// this process has not handed out before.
-func freePort() (int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !portsUsed[port] {
-			portsUsed[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port in 20 tries")
 }
 
 func tail(b []byte, n int) string {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/freeport"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
@@ -150,7 +151,7 @@ func startGalera() (*galeraCluster, string, error) {
 	var gcomm []string
 	for i := range ports {
 		for j := range ports[i] {
-			if ports[i][j], err = freePort(); err != nil {
+			if ports[i][j], err = freeport.Get(); err != nil {
 				return fail(err)
 			}
 		}

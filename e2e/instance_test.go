@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // instance is one idalloc server on a fixed 127.0.0.1 port, restarted on the
@@ -92,7 +94,7 @@ func startInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string
 // cleanup and the ends of its logs are shown when t failed.
 func newInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]any) *instance {
 	t.Helper()
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}

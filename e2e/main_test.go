@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // suiteEnv is what every test of this process shares: one idalloc binary and
@@ -130,31 +130,6 @@ func buildIdalloc(dir string) (string, error) {
 	return bin, nil
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago and
-// that this process has not handed out before.
-func freePort() (int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 20 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		if !portsUsed[port] {
-			portsUsed[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port found in 20 tries")
-}
-
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
 // mariaDB is the private MariaDB server of this test process.
 type mariaDB struct {
 	dir     string
@@ -205,7 +180,7 @@ func startMariaDB(dir, mariadbd, installDB string) (*mariaDB, error) {
 		return nil, fmt.Errorf("mariadb-install-db: %v\n%s", err, tail(out, 20))
 	}
 
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // TestRespMaxPending: 60 Redis-protocol clients pipeline SNOWFLAKE 1000
@@ -30,7 +32,7 @@ func TestRespMaxPending(t *testing.T) {
 		minLoad = 10 * time.Second
 		maxLoad = 30 * time.Second
 	)
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -197,7 +198,7 @@ func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
 }
 
 func TestAdaptiveStep(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 	a := newAllocator(t, st, segment.Config{Now: clock.Now, MaxStep: 400})
 	steps := []struct {

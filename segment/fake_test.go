@@ -123,21 +123,3 @@ func (f *fakeStore) maxID(tag string) int64 {
 	defer f.mu.Unlock()
 	return f.rows[tag].MaxID
 }
-
-// fakeClock is a settable clock for the adaptive step.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -91,7 +92,7 @@ func TestCheckNewTagFormats(t *testing.T) {
 
 func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{Now: clock.Now})
 	// Step 4 from 990: the last segment (998, 1001] passes 999 and is cut.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -14,7 +15,7 @@ import (
 // clock, so a snapshot's LastFetchTook can be asserted to the nanosecond.
 type slowStore struct {
 	*fakeStore
-	clock *fakeClock
+	clock *testclock.Clock
 	took  time.Duration
 }
 
@@ -36,7 +37,7 @@ func snapshotOf(tb testing.TB, a *segment.Allocator, tag string) segment.TagSnap
 
 func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
-	clock := &fakeClock{now: start}
+	clock := testclock.New(start)
 	fs := newFakeStore(segment.Tag{AppTag: "t", Step: 1000})
 	a := newAllocator(t, &slowStore{fakeStore: fs, clock: clock, took: 15 * time.Millisecond}, segment.Config{Now: clock.Now})
 

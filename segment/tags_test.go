@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -19,7 +20,7 @@ func TestTagsFromReload(t *testing.T) {
 		segment.Tag{AppTag: "b", MaxID: 7, Step: 10, Description: "second", UpdateTime: updated},
 		segment.Tag{AppTag: "a", MaxID: 3, Step: 20, Description: "first", UpdateTime: updated},
 	)
-	clock := &fakeClock{now: time.Date(2041, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2041, 1, 1, 0, 0, 0, 0, time.UTC))
 	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
 	lists := st.lists.Load()
 

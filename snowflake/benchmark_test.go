@@ -2,6 +2,8 @@ package snowflake
 
 import (
 	"testing"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 )
 
 // The ceiling is 4096 IDs per ms per worker, 4,096,000 per second; a random
@@ -68,7 +70,7 @@ func BenchmarkNextN(b *testing.B) {
 // BenchmarkNextFakeClock measures the code path alone, without the ceiling
 // the clock imposes.
 func BenchmarkNextFakeClock(b *testing.B) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	g := newFakeGenerator(b, c, Settings{WorkerID: 1})
 	b.ReportAllocs()
 	for b.Loop() {

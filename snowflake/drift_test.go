@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 )
 
 func TestClockDriftTiers(t *testing.T) {
@@ -42,7 +44,7 @@ func TestClockDriftTiers(t *testing.T) {
 	for _, tt := range tests {
 		name := fmt.Sprintf("block %v error %v behind %v", tt.block, tt.errMax, tt.behind)
 		t.Run(name, func(t *testing.T) {
-			c := newFakeClock(t0)
+			c := testclock.New(t0)
 			g := newFakeGenerator(t, c, Settings{MaxDriftBlock: tt.block, MaxDriftError: tt.errMax, DisableRandomStart: true})
 			first, err := g.Next()
 			if err != nil {
@@ -101,7 +103,7 @@ func TestClockDriftTiers(t *testing.T) {
 }
 
 func TestClockDriftWithSequenceUsedUp(t *testing.T) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	g := newFakeGenerator(t, c, Settings{WorkerBits: 21, DisableRandomStart: true}) // 2 per ms
 	for range 2 {
 		if _, err := g.Next(); err != nil {
@@ -141,7 +143,7 @@ func TestStartAfterFloor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newFakeClock(tt.now)
+			c := testclock.New(tt.now)
 			g := newFakeGenerator(t, c, Settings{StartAfterMS: floor, WorkerID: 3})
 			id, err := g.Next()
 			if !tt.ok {
@@ -170,7 +172,7 @@ func TestStartAfterFloor(t *testing.T) {
 // minutes behind the previous holder's last timestamp, and walks it forward.
 func TestStartAfterFloorNeverRepeats(t *testing.T) {
 	floor := t0.Add(10 * time.Minute).UnixMilli()
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	g := newFakeGenerator(t, c, Settings{StartAfterMS: floor, WorkerID: 3})
 	// The previous holder's highest possible ID.
 	ceiling, err := g.Layout().Compose(floor, g.Layout().MaxWorkerID(), g.Layout().MaxSequence())
@@ -224,7 +226,7 @@ func TestPreciseWaitRealClock(t *testing.T) {
 }
 
 func TestOnDriftWaitReportsWaitsOnly(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := testclock.New(t0)
 	var reported []time.Duration
 	g, err := New(Settings{
 		Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Now: clock.Now, Sleep: clock.Sleep,

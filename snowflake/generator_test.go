@@ -7,12 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 )
 
 func TestNextSequenceExhaustionWaitsToNextMS(t *testing.T) {
 	for _, bits := range []int{10, 16, 21} {
 		t.Run(fmt.Sprintf("worker bits %d", bits), func(t *testing.T) {
-			c := newFakeClock(t0)
+			c := testclock.New(t0)
 			g := newFakeGenerator(t, c, Settings{WorkerBits: bits, WorkerID: 1, DisableRandomStart: true})
 			ms := t0.UnixMilli()
 			capacity := g.Layout().MaxSequence() + 1
@@ -59,7 +61,7 @@ func TestRandomStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("worker bits %d disabled %v", tt.workerBits, tt.disable), func(t *testing.T) {
-			c := newFakeClock(t0)
+			c := testclock.New(t0)
 			g := newFakeGenerator(t, c, Settings{WorkerBits: tt.workerBits, DisableRandomStart: tt.disable})
 			seen := make(map[int64]int)
 			for range 5000 {
@@ -91,7 +93,7 @@ func TestRandomStart(t *testing.T) {
 }
 
 func TestRandomStartUsesInjectedRand(t *testing.T) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	draws := []uint64{0, 99, 100, 1<<64 - 1}
 	i := 0
 	g := newFakeGenerator(t, c, Settings{Rand: func() uint64 { i++; return draws[i-1] }})
@@ -108,7 +110,7 @@ func TestRandomStartUsesInjectedRand(t *testing.T) {
 }
 
 func TestFence(t *testing.T) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	allow := false
 	type call struct {
 		now    time.Time
@@ -161,7 +163,7 @@ func TestFence(t *testing.T) {
 }
 
 func TestNextN(t *testing.T) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	g := newFakeGenerator(t, c, Settings{WorkerBits: 16, WorkerID: 5})
 	first, err := g.Next()
 	if err != nil {
@@ -190,7 +192,7 @@ func TestNextN(t *testing.T) {
 }
 
 func TestNextNFencedMidway(t *testing.T) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	n := 0
 	g := newFakeGenerator(t, c, Settings{Fence: func(time.Time, int64) bool { n++; return n <= 5 }})
 	dst := make([]int64, 10)
@@ -204,7 +206,7 @@ func TestNextNFencedMidway(t *testing.T) {
 
 func TestTimeExhausted(t *testing.T) {
 	end := time.UnixMilli(defaultEpochMS + 1<<41).UTC()
-	c := newFakeClock(end.AddDate(-10, 0, 0))
+	c := testclock.New(end.AddDate(-10, 0, 0))
 	g := newFakeGenerator(t, c, Settings{WorkerBits: 21, DisableRandomStart: true})
 
 	c.Set(end.Add(-time.Millisecond)) // the last millisecond the bits carry
@@ -223,7 +225,7 @@ func TestTimeExhausted(t *testing.T) {
 }
 
 func TestLastTimestampMS(t *testing.T) {
-	c := newFakeClock(t0)
+	c := testclock.New(t0)
 	floor := t0.UnixMilli() - 5000
 	g := newFakeGenerator(t, c, Settings{StartAfterMS: floor})
 	if got := g.LastTimestampMS(); got != floor {

@@ -2,62 +2,19 @@ package snowflake
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 )
 
 // t0 is a quarter of a millisecond into a millisecond, so a wait to the next
 // millisecond is a recognisable 750µs.
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 250_000, time.UTC)
 
-// fakeClock is a clock that moves only when told to or when slept on, and
-// records every sleep.
-type fakeClock struct {
-	mu    sync.Mutex
-	t     time.Time
-	waits []time.Duration
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Sleep(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	c.waits = append(c.waits, d)
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// Waits returns the sleeps recorded since the last call.
-func (c *fakeClock) Waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.waits
-	c.waits = nil
-	return w
-}
-
 // newFakeGenerator returns a generator on clock c; s's Now and Sleep are
 // replaced.
-func newFakeGenerator(tb testing.TB, c *fakeClock, s Settings) *Generator {
+func newFakeGenerator(tb testing.TB, c *testclock.Clock, s Settings) *Generator {
 	tb.Helper()
 	s.Now, s.Sleep = c.Now, c.Sleep
 	g, err := New(s)

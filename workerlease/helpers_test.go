@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/leasefault"
 )
 
 // testTTL is the lease TTL of most tests: the default Margin is then 3s, so
@@ -12,35 +14,11 @@ import (
 // 10s.
 const testTTL = 30 * time.Second
 
-// faultStore wraps a Store; a non-nil function field replaces the method, to
-// inject failures and stalls.
-type faultStore struct {
-	Store
-	acquire func(ctx context.Context, req AcquireRequest) (Lease, error)
-	renew   func(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (Lease, error)
-	release func(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
-}
+// faultStore wraps a Store; a non-nil function field replaces the
+// method, to inject failures and stalls.
+type faultStore = leasefault.Store[AcquireRequest, Lease]
 
-func (f *faultStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, error) {
-	if f.acquire != nil {
-		return f.acquire(ctx, req)
-	}
-	return f.Store.Acquire(ctx, req)
-}
-
-func (f *faultStore) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (Lease, error) {
-	if f.renew != nil {
-		return f.renew(ctx, cluster, workerID, token, ttl, lastTimestampMS)
-	}
-	return f.Store.Renew(ctx, cluster, workerID, token, ttl, lastTimestampMS)
-}
-
-func (f *faultStore) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	if f.release != nil {
-		return f.release(ctx, cluster, workerID, token, lastTimestampMS)
-	}
-	return f.Store.Release(ctx, cluster, workerID, token, lastTimestampMS)
-}
+var _ Store = (*faultStore)(nil)
 
 // calls records when each store call of one kind was made (since start) and
 // the last_timestamp_ms it carried, for tests that check cadence and
@@ -83,7 +61,7 @@ func (c *calls) count() int {
 
 // countReleases makes fs count its releases in c, passing them on to mem.
 func countReleases(fs *faultStore, mem Store, c *calls) {
-	fs.release = func(ctx context.Context, cl string, id int64, tok string, last int64) error {
+	fs.ReleaseFunc = func(ctx context.Context, cl string, id int64, tok string, last int64) error {
 		c.add(last)
 		return mem.Release(ctx, cl, id, tok, last)
 	}

@@ -18,7 +18,7 @@ func TestSessionRenewsEveryThirdOfTTL(t *testing.T) {
 		mem := NewMemoryStore(nil)
 		renewals := newCalls()
 		fs := &faultStore{Store: mem}
-		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+		fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 			renewals.add(last)
 			return mem.Renew(ctx, c, id, tok, ttl, last)
 		}
@@ -58,7 +58,7 @@ func TestSessionRenewRetriesAreJittered(t *testing.T) {
 				mem := NewMemoryStore(nil)
 				renewals := newCalls()
 				fs := &faultStore{Store: mem}
-				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+				fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 					if renewals.add(last) > 1 {
 						return Lease{}, errors.New("connection refused")
 					}
@@ -102,7 +102,7 @@ func TestSessionLoss(t *testing.T) {
 				mem := NewMemoryStore(nil)
 				renewals, releases := newCalls(), newCalls()
 				fs := &faultStore{Store: mem}
-				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+				fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 					if renewals.add(last) > 1 {
 						return Lease{}, tt.renew(ctx)
 					}
@@ -175,7 +175,7 @@ func TestSessionRenewalAfterDeadline(t *testing.T) {
 		renewals, releases := newCalls(), newCalls()
 		stall := make(chan struct{})
 		fs := &faultStore{Store: mem}
-		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+		fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 			if renewals.add(last) == 2 {
 				<-stall
 				ctx = context.WithoutCancel(ctx)

@@ -31,7 +31,7 @@ func TestKeeperAcquireBackoff(t *testing.T) {
 					mem := NewMemoryStore(nil)
 					acquisitions := newCalls()
 					fs := &faultStore{Store: mem}
-					fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
+					fs.AcquireFunc = func(ctx context.Context, req AcquireRequest) (Lease, error) {
 						if acquisitions.add(0) < 8 {
 							return Lease{}, tt.err
 						}
@@ -83,7 +83,7 @@ func TestKeeperReacquiresAfterLoss(t *testing.T) {
 				mem := NewMemoryStore(nil)
 				var first atomic.Pointer[string]
 				fs := &faultStore{Store: mem}
-				fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+				fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 					first.CompareAndSwap(nil, &tok)
 					if tok == *first.Load() && time.Since(start) > 0 {
 						return Lease{}, tt.err
@@ -135,7 +135,7 @@ func TestKeeperPacesAfterGiveUp(t *testing.T) {
 		mem := NewMemoryStore(nil)
 		acquisitions := newCalls()
 		fs := &faultStore{Store: mem}
-		fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
+		fs.AcquireFunc = func(ctx context.Context, req AcquireRequest) (Lease, error) {
 			acquisitions.add(0)
 			return mem.Acquire(ctx, req)
 		}
@@ -216,7 +216,7 @@ func TestKeeperClose(t *testing.T) {
 			mem := NewMemoryStore(nil)
 			acquisitions := newCalls()
 			fs := &faultStore{Store: mem}
-			fs.acquire = func(ctx context.Context, req AcquireRequest) (Lease, error) {
+			fs.AcquireFunc = func(ctx context.Context, req AcquireRequest) (Lease, error) {
 				acquisitions.add(0)
 				return mem.Acquire(ctx, req)
 			}
@@ -249,7 +249,7 @@ func TestKeeperClose(t *testing.T) {
 	t.Run("store unreachable", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			down := errors.New("connection refused")
-			fs := &faultStore{Store: NewMemoryStore(nil), release: func(context.Context, string, int64, string, int64) error { return down }}
+			fs := &faultStore{Store: NewMemoryStore(nil), ReleaseFunc: func(context.Context, string, int64, string, int64) error { return down }}
 			k := mustKeeper(t, fs, Config{TTL: testTTL}, KeeperConfig{})
 			k.Start(t.Context())
 			synctest.Wait()
@@ -267,7 +267,7 @@ func TestKeeperClose(t *testing.T) {
 	t.Run("while acquiring", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			fs := &faultStore{Store: NewMemoryStore(nil)}
-			fs.acquire = func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, ErrNoWorkerID }
+			fs.AcquireFunc = func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, ErrNoWorkerID }
 			k := mustKeeper(t, fs, Config{TTL: testTTL}, KeeperConfig{})
 			k.Start(t.Context())
 			time.Sleep(5 * time.Second)
@@ -278,7 +278,7 @@ func TestKeeperClose(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			mem := NewMemoryStore(nil)
 			fs := &faultStore{Store: mem}
-			fs.renew = func(ctx context.Context, _ string, _ int64, _ string, _ time.Duration, _ int64) (Lease, error) {
+			fs.RenewFunc = func(ctx context.Context, _ string, _ int64, _ string, _ time.Duration, _ int64) (Lease, error) {
 				<-ctx.Done()
 				return Lease{}, ctx.Err()
 			}
@@ -304,7 +304,7 @@ func TestKeeperStartContextEnds(t *testing.T) {
 		mem := NewMemoryStore(nil)
 		renewals := newCalls()
 		fs := &faultStore{Store: mem}
-		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+		fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 			renewals.add(last)
 			return mem.Renew(ctx, c, id, tok, ttl, last)
 		}

@@ -198,12 +198,12 @@ func TestServiceStoreFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := &faultStore{
-				Store:   NewMemoryStore(nil),
-				acquire: func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, tc.err },
-				renew: func(context.Context, string, int64, string, time.Duration, int64) (Lease, error) {
+				Store:       NewMemoryStore(nil),
+				AcquireFunc: func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, tc.err },
+				RenewFunc: func(context.Context, string, int64, string, time.Duration, int64) (Lease, error) {
 					return Lease{}, tc.err
 				},
-				release: func(context.Context, string, int64, string, int64) error { return tc.err },
+				ReleaseFunc: func(context.Context, string, int64, string, int64) error { return tc.err },
 			}
 			s := newTestService(t, fs, Config{})
 			tok := strings.Repeat("A", 22)

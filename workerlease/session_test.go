@@ -43,7 +43,7 @@ func TestSessionFence(t *testing.T) {
 		renewals := newCalls()
 		gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
 		fs := &faultStore{Store: mem}
-		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+		fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 			if n := renewals.add(last); n <= len(gates) {
 				select {
 				case <-gates[n-1]:
@@ -171,7 +171,7 @@ func TestSessionCloseStoreUnreachable(t *testing.T) {
 		down := errors.New("connection refused")
 		releases := newCalls()
 		fs := &faultStore{Store: mem}
-		fs.release = func(context.Context, string, int64, string, int64) error { releases.add(0); return down }
+		fs.ReleaseFunc = func(context.Context, string, int64, string, int64) error { releases.add(0); return down }
 		s := mustSession(t, fs, Config{TTL: testTTL}, SessionConfig{})
 		err := s.Close(context.Background(), 0)
 		if !errors.Is(err, down) || !errors.Is(err, ErrUnavailable) {
@@ -196,7 +196,7 @@ func TestSessionAbandon(t *testing.T) {
 		mem := NewMemoryStore(nil)
 		renewals, releases := newCalls(), newCalls()
 		fs := &faultStore{Store: mem}
-		fs.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
+		fs.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (Lease, error) {
 			renewals.add(last)
 			return mem.Renew(ctx, c, id, tok, ttl, last)
 		}
@@ -240,7 +240,7 @@ func TestSessionGiveUp(t *testing.T) {
 		releases := newCalls()
 		gate := make(chan struct{})
 		fs := &faultStore{Store: mem}
-		fs.release = func(ctx context.Context, c string, id int64, tok string, last int64) error {
+		fs.ReleaseFunc = func(ctx context.Context, c string, id int64, tok string, last int64) error {
 			releases.add(last)
 			<-gate // a slow store must not hold GiveUp's caller
 			return mem.Release(ctx, c, id, tok, last)
@@ -297,10 +297,10 @@ func TestNewSessionErrors(t *testing.T) {
 				mem := NewMemoryStore(nil)
 				fs := &faultStore{Store: mem}
 				if tt.acquire != nil {
-					fs.acquire = func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, tt.acquire }
+					fs.AcquireFunc = func(context.Context, AcquireRequest) (Lease, error) { return Lease{}, tt.acquire }
 				}
 				if tt.renew != nil {
-					fs.renew = func(context.Context, string, int64, string, time.Duration, int64) (Lease, error) {
+					fs.RenewFunc = func(context.Context, string, int64, string, time.Duration, int64) (Lease, error) {
 						return Lease{}, tt.renew
 					}
 				}
@@ -326,7 +326,7 @@ func TestNewSessionContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := NewMemoryStore(nil)
 		fs := &faultStore{Store: mem}
-		fs.renew = func(ctx context.Context, _ string, _ int64, _ string, _ time.Duration, _ int64) (Lease, error) {
+		fs.RenewFunc = func(ctx context.Context, _ string, _ int64, _ string, _ time.Duration, _ int64) (Lease, error) {
 			<-ctx.Done()
 			return Lease{}, ctx.Err()
 		}

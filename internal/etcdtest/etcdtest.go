@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 const (
@@ -296,13 +297,13 @@ func supportsNoFsync(bin string) bool {
 	return noFsync.ok
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that was free a moment ago and that
+// this process has not handed out before.
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Get()
 	if err != nil {
 		tb.Fatalf("etcdtest: find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

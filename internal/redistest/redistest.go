@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,7 +54,7 @@ func Start(tb testing.TB, args ...string) *Server {
 	if err != nil {
 		tb.Skip("redistest: no redis-server binary on PATH: skipping the private Redis")
 	}
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -156,16 +156,6 @@ func (s *Server) FlushAll(tb testing.TB) {
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		tb.Fatalf("FLUSHALL on %s: %v", s.Addr(), err)
 	}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail returns the last n lines of b.

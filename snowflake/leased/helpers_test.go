@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/leasefault"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/workerlease"
@@ -15,35 +16,11 @@ import (
 // closes 27s after the last renewal was sent, and renewals go every 10s.
 const testTTL = 30 * time.Second
 
-// faultStore wraps a workerlease.Store; a non-nil function field replaces
-// the method, to inject failures and stalls.
-type faultStore struct {
-	workerlease.Store
-	acquire func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error)
-	renew   func(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error)
-	release func(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
-}
+// faultStore wraps a workerlease.Store; a non-nil function field replaces the
+// method, to inject failures and stalls.
+type faultStore = leasefault.Store[workerlease.AcquireRequest, workerlease.Lease]
 
-func (f *faultStore) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
-	if f.acquire != nil {
-		return f.acquire(ctx, req)
-	}
-	return f.Store.Acquire(ctx, req)
-}
-
-func (f *faultStore) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
-	if f.renew != nil {
-		return f.renew(ctx, cluster, workerID, token, ttl, lastTimestampMS)
-	}
-	return f.Store.Renew(ctx, cluster, workerID, token, ttl, lastTimestampMS)
-}
-
-func (f *faultStore) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	if f.release != nil {
-		return f.release(ctx, cluster, workerID, token, lastTimestampMS)
-	}
-	return f.Store.Release(ctx, cluster, workerID, token, lastTimestampMS)
-}
+var _ workerlease.Store = (*faultStore)(nil)
 
 // skewed returns the bubble's clock shifted by d. Inside testing/synctest
 // bubbles time starts at 2000-01-01, before the snowflake epoch, so every

@@ -22,7 +22,7 @@ func TestSourceGivesUpOnLargeDrift(t *testing.T) {
 		mem := workerlease.NewMemoryStore(skewed(toNov2026))
 		var releases atomic.Int64
 		fs := &faultStore{Store: mem}
-		fs.release = func(ctx context.Context, c string, id int64, tok string, last int64) error {
+		fs.ReleaseFunc = func(ctx context.Context, c string, id int64, tok string, last int64) error {
 			releases.Add(1)
 			return mem.Release(ctx, c, id, tok, last)
 		}
@@ -78,7 +78,7 @@ func TestSourceSameWorkerStartsAfterPreviousGenerator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := workerlease.NewMemoryStore(skewed(toNov2026))
 		fs := &faultStore{Store: mem}
-		fs.acquire = func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
+		fs.AcquireFunc = func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
 			l, err := mem.Acquire(ctx, req)
 			l.LastTimestampMS = 0
 			return l, err

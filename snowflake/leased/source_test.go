@@ -40,20 +40,20 @@ func TestSourceStalledHolder(t *testing.T) {
 				var partitioned atomic.Bool
 				errPartition := errors.New("network partition")
 				linkA := &faultStore{Store: mem}
-				linkA.acquire = func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
+				linkA.AcquireFunc = func(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
 					if partitioned.Load() {
 						return workerlease.Lease{}, errPartition
 					}
 					return mem.Acquire(ctx, req)
 				}
-				linkA.renew = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (workerlease.Lease, error) {
+				linkA.RenewFunc = func(ctx context.Context, c string, id int64, tok string, ttl time.Duration, last int64) (workerlease.Lease, error) {
 					if partitioned.Load() {
 						<-ctx.Done()
 						return workerlease.Lease{}, ctx.Err()
 					}
 					return mem.Renew(ctx, c, id, tok, ttl, last)
 				}
-				linkA.release = func(ctx context.Context, c string, id int64, tok string, last int64) error {
+				linkA.ReleaseFunc = func(ctx context.Context, c string, id int64, tok string, last int64) error {
 					if partitioned.Load() {
 						return errPartition
 					}

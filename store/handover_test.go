@@ -1,4 +1,4 @@
-package workerlease_test
+package store_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 // TestHandOverOnRealStores runs the lease protocol against every store
 // driver: a Source on a Keeper's sessions issues IDs, Close hands the
 // worker ID back, and the next holder gets a floor above every ID issued.
+// It lives here, not in workerlease, because it needs the stores and a
+// generator, and workerlease must import neither, even in its tests.
 func TestHandOverOnRealStores(t *testing.T) {
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {

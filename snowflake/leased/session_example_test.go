@@ -1,4 +1,4 @@
-package workerlease_test
+package leased_test
 
 import (
 	"context"
@@ -11,8 +11,10 @@ import (
 
 // A process leases a worker ID, issues IDs fenced by the lease, and gives
 // it back with the last timestamp used. MemoryStore stands in for
-// redislease, etcdlease or store.
-func ExampleNewSession() {
+// redislease, etcdlease or store. This is a workerlease.Session wired to a
+// snowflake generator by hand, which Source does for a Keeper's sessions;
+// it lives here because workerlease knows no generator, even in its tests.
+func Example_session() {
 	ctx := context.Background()
 	layout, err := snowflake.NewLayout(time.Time{}, 10)
 	if err == nil {

@@ -1,0 +1,216 @@
+package archtest
+
+import (
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/idalloc/idalloc/"
+
+// rule says which packages of this module pkg may depend on, directly or
+// not. Paths are relative to the module; "x/..." is x and every package
+// below it. The vocabulary (errs) is allowed everywhere.
+type rule struct {
+	pkg string
+	// only, if not nil, lists every package of ours pkg may depend on
+	// besides those pkg names and the vocabulary.
+	only []string
+	// never lists packages of ours pkg must not depend on.
+	never []string
+	// tests extends the rule to pkg's test binary (its _test.go files and
+	// all they pull in), which may also use the shared test helpers under
+	// internal/; a helper's own dependencies still count.
+	tests bool
+	why   string
+}
+
+var rules = []rule{
+	{pkg: "errs", only: []string{}, tests: true,
+		why: "the vocabulary imports nothing of ours"},
+	{pkg: "workerlease/...", only: []string{}, tests: true,
+		why: "workerlease knows no generator, store or front end, and stays apart from segment"},
+	{pkg: "snowflake", only: []string{}, tests: true,
+		why: "snowflake is pure: nothing of ours but the vocabulary"},
+	{pkg: "snowflake/leased", only: []string{"snowflake", "workerlease/..."}, tests: true,
+		why: "the domain never imports a store, a front end or a driver"},
+	// segment's tests run the allocator on the real stores
+	// (drivers_test.go imports store/storetest, which imports workerlease),
+	// so this rule holds for its code only.
+	{pkg: "segment", only: []string{"scramble"},
+		why: "segment and workerlease stay apart; the domain never imports a store or a front end"},
+	{pkg: "server/...", never: []string{"resp/...", "store/...", "redislease/...", "etcdlease/..."},
+		why: "front ends never import each other or a store"},
+	{pkg: "resp/...", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/..."},
+		why: "front ends never import each other or a store"},
+	{pkg: "store/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+		why: "adapters never import a front end"},
+	{pkg: "redislease/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+		why: "adapters never import a front end"},
+	{pkg: "etcdlease/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+		why: "adapters never import a front end"},
+	// Their tests share migrate's advance suite (migrate/advancetest), so
+	// this holds for their code only.
+	{pkg: "redislease/...", only: []string{"workerlease/..."},
+		why: "a lease adapter needs only workerlease"},
+	{pkg: "etcdlease/...", only: []string{"workerlease/..."},
+		why: "a lease adapter needs only workerlease"},
+}
+
+// match reports whether the module-relative path p is named by pattern.
+func match(pattern, p string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
+
+func matchAny(patterns []string, p string) bool {
+	for _, pat := range patterns {
+		if match(pat, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// violation returns why dep breaks r, or "" if it does not. dep is
+// module-relative; inTest says dep is needed by the test binary.
+func (r rule) violation(dep string, inTest bool) string {
+	if match(r.pkg, dep) || dep == "errs" {
+		return ""
+	}
+	if inTest && match("internal/...", dep) {
+		return ""
+	}
+	if r.only != nil && !matchAny(r.only, dep) {
+		return "not among the packages it may depend on"
+	}
+	if matchAny(r.never, dep) {
+		return "a package it must never depend on"
+	}
+	return ""
+}
+
+// listed is one package of go list -test: its deps, and those of its test
+// binary if it has tests.
+type listed struct {
+	deps, testDeps []string
+}
+
+// list runs go list -test over the module and returns, by module-relative
+// path, the module-relative dependencies of each package and of its test
+// binary. Test variants ("p [p.test]") count as p.
+func list(t *testing.T) map[string]*listed {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := exec.LookPath(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			t.Skip("no go command to list dependencies with")
+		}
+	}
+	cmd := exec.Command(gobin, "list", "-test", "-f", `{{.ImportPath}}{{"\t"}}{{join .Deps " "}}`, module+"...")
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list -test %s...: %v\n%s", module, err, ee.Stderr)
+		}
+		t.Fatalf("go list -test %s...: %v", module, err)
+	}
+	// ours returns p relative to the module, with an external test
+	// package (p_test) counted as p.
+	ours := func(p string) (string, bool) {
+		p, _, _ = strings.Cut(p, " ")
+		rel, ok := strings.CutPrefix(p, module)
+		return strings.TrimSuffix(rel, "_test"), ok
+	}
+	pkgs := map[string]*listed{}
+	get := func(p string) *listed {
+		if pkgs[p] == nil {
+			pkgs[p] = &listed{}
+		}
+		return pkgs[p]
+	}
+	for line := range strings.Lines(string(out)) {
+		path, deps, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		if strings.Contains(path, " [") {
+			continue // a test variant: its deps are in the test binary's
+		}
+		var mine []string
+		for _, d := range strings.Fields(deps) {
+			if rel, ok := ours(d); ok {
+				mine = append(mine, rel)
+			}
+		}
+		rel, ok := ours(path)
+		if !ok {
+			continue
+		}
+		if p, isTest := strings.CutSuffix(rel, ".test"); isTest {
+			get(p).testDeps = mine
+		} else {
+			get(rel).deps = mine
+		}
+	}
+	return pkgs
+}
+
+// TestDependencies holds the architecture's "never" arrows: each rule's
+// packages depend only on what the rule allows.
+func TestDependencies(t *testing.T) {
+	pkgs := list(t)
+	if len(pkgs) == 0 {
+		t.Fatal("go list listed no package of this module")
+	}
+	for _, r := range rules {
+		var matched int
+		for _, p := range slices.Sorted(maps.Keys(pkgs)) {
+			l := pkgs[p]
+			if !match(r.pkg, p) {
+				continue
+			}
+			matched++
+			seen := map[string]bool{}
+			for _, d := range l.deps {
+				if why := r.violation(d, false); why != "" && !seen[d] {
+					seen[d] = true
+					t.Errorf("%s depends on %s: %s (%s)", p, d, why, r.why)
+				}
+			}
+			if !r.tests {
+				continue
+			}
+			for _, d := range l.testDeps {
+				if why := r.violation(d, true); why != "" && !seen[d] {
+					seen[d] = true
+					t.Errorf("%s's tests depend on %s: %s (%s)", p, d, why, r.why)
+				}
+			}
+		}
+		if matched == 0 {
+			t.Errorf("rule for %s matches no package: renamed or moved?", r.pkg)
+		}
+	}
+}
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, p string
+		want       bool
+	}{
+		{"snowflake", "snowflake", true},
+		{"snowflake", "snowflake/leased", false},
+		{"workerlease/...", "workerlease", true},
+		{"workerlease/...", "workerlease/leasetest", true},
+		{"workerlease/...", "workerleasex", false},
+		{"internal/...", "internal/testclock", true},
+	} {
+		if got := match(tc.pattern, tc.p); got != tc.want {
+			t.Errorf("match(%q, %q): got %v, want %v", tc.pattern, tc.p, got, tc.want)
+		}
+	}
+}
