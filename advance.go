@@ -178,7 +178,7 @@ func advance(args []string, stdout, stderr io.Writer, getenv func(string) string
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	st, err := openStore(ctx, cfg.Driver, cfg.DSN, false)
+	st, err := openStore(ctx, cfg.Driver, cfg.DSN, false, nil)
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", cfg.Driver, err)
 	}

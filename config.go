@@ -125,6 +125,7 @@ type settings struct {
 	driftBlock      time.Duration
 	driftError      time.Duration
 	randomStart     bool
+	sources         sources // where the values came from, for errors found later
 }
 
 func defaultConfig() Config {
@@ -149,37 +150,52 @@ func defaultConfig() Config {
 	}
 }
 
+// envOverrides are the IDALLOC_* environment variables, each replacing one
+// key of config.json when set and not empty. loadConfig applies them and
+// the usage (help.go) lists them, both from this table, so the two cannot
+// drift apart.
+var envOverrides = []struct {
+	name, key string
+	field     func(*Config) *string
+}{
+	{"IDALLOC_HTTP_ADDR", "http_addr", func(c *Config) *string { return &c.HTTPAddr }},
+	{"IDALLOC_RESP_ADDR", "resp_addr", func(c *Config) *string { return &c.RespAddr }},
+	{"IDALLOC_DRIVER", "driver", func(c *Config) *string { return &c.Driver }},
+	{"IDALLOC_DSN", "dsn", func(c *Config) *string { return &c.DSN }},
+	{"IDALLOC_ADMIN_TOKEN", "admin_token", func(c *Config) *string { return &c.AdminToken }},
+	{"IDALLOC_LEASE_DRIVER", "lease.driver", func(c *Config) *string { return &c.Lease.Driver }},
+	{"IDALLOC_LEASE_DSN", "lease.dsn", func(c *Config) *string { return &c.Lease.DSN }},
+}
+
 // loadConfig reads path over the defaults (a missing file is an error only
-// when required), applies the IDALLOC_* environment overrides and validates.
-// Every error names the key at fault.
+// when required, that is when -config named it), applies the IDALLOC_*
+// environment overrides and validates. Every error names the key at fault
+// and where its value came from: the environment variable, or the file.
 func loadConfig(path string, required bool, getenv func(string) string) (settings, error) {
 	c := defaultConfig()
+	src := sources{path: path, env: map[string]string{}}
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		if err := parseConfig(data, &c); err != nil {
 			return settings{}, fmt.Errorf("config %s: %w", path, err)
 		}
-	case required || !errors.Is(err, os.ErrNotExist):
+	case required:
+		return settings{}, fmt.Errorf("flag -config: %w", err)
+	case !errors.Is(err, os.ErrNotExist):
 		return settings{}, fmt.Errorf("config: %w", err)
 	}
-	for env, field := range map[string]*string{
-		"IDALLOC_HTTP_ADDR":    &c.HTTPAddr,
-		"IDALLOC_RESP_ADDR":    &c.RespAddr,
-		"IDALLOC_DRIVER":       &c.Driver,
-		"IDALLOC_DSN":          &c.DSN,
-		"IDALLOC_ADMIN_TOKEN":  &c.AdminToken,
-		"IDALLOC_LEASE_DRIVER": &c.Lease.Driver,
-		"IDALLOC_LEASE_DSN":    &c.Lease.DSN,
-	} {
-		if v := getenv(env); v != "" {
-			*field = v
+	for _, o := range envOverrides {
+		if v := getenv(o.name); v != "" {
+			*o.field(&c) = v
+			src.env[o.key] = o.name
 		}
 	}
 	s, err := c.validate()
 	if err != nil {
-		return settings{}, fmt.Errorf("config %s: %w", path, err)
+		return settings{}, src.blame(err)
 	}
+	s.sources = src
 	return s, nil
 }
 
@@ -188,16 +204,12 @@ func parseConfig(data []byte, c *Config) error {
 	// (`unknown field "maxstep"`); look first, so the error says
 	// "segment.maxstep" and which keys that object has.
 	if key, known := unknownKey(data, reflect.TypeFor[Config](), ""); key != "" {
-		return fmt.Errorf("key %q: unknown key; the keys there are %s", key, strings.Join(known, ", "))
+		return keyErr(key, "unknown key; the keys there are %s", strings.Join(known, ", "))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("key %q: want a %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return err
+		return jsonError(data, err)
 	}
 	if dec.More() {
 		return errors.New("trailing data after the JSON object")
@@ -255,52 +267,52 @@ func (c Config) validate() (settings, error) {
 		s.randomStart = *c.Snowflake.RandomSequenceStart
 	}
 	if c.HTTPAddr == "" {
-		return s, errors.New(`key "http_addr": must not be empty`)
+		return s, keyErr("http_addr", `must not be empty`)
 	}
 	if c.Driver != "sqlite" && c.Driver != "mysql" {
-		return s, fmt.Errorf(`key "driver": %q is not "sqlite" or "mysql"`, c.Driver)
+		return s, keyErr("driver", `%q is not "sqlite" or "mysql"`, c.Driver)
 	}
 	if c.DSN == "" {
-		return s, errors.New(`key "dsn": must not be empty`)
+		return s, keyErr("dsn", `must not be empty`)
 	}
 	switch {
 	case c.Lease.Driver != "sql" && c.Lease.Driver != "redis" && c.Lease.Driver != "etcd":
-		return s, fmt.Errorf(`key "lease.driver": %q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
+		return s, keyErr("lease.driver", `%q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
 	case c.Lease.Driver == "sql" && c.Lease.DSN != "":
-		return s, errors.New(`key "lease.dsn": must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
+		return s, keyErr("lease.dsn", `must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
 	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
-		return s, fmt.Errorf(`key "lease.dsn": must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
+		return s, keyErr("lease.dsn", `must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > 100_000 {
-		return s, fmt.Errorf(`key "max_batch": %d is outside 1..100000`, c.MaxBatch)
+		return s, keyErr("max_batch", `%d is outside 1..100000`, c.MaxBatch)
 	}
 	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
-		return s, fmt.Errorf(`key "max_conns": %d is outside 1..%d`, c.MaxConns, maxMaxConns)
+		return s, keyErr("max_conns", `%d is outside 1..%d`, c.MaxConns, maxMaxConns)
 	}
 	if c.RespMaxConns < 1 || c.RespMaxConns > maxMaxConns {
-		return s, fmt.Errorf(`key "resp_max_conns": %d is outside 1..%d`, c.RespMaxConns, maxMaxConns)
+		return s, keyErr("resp_max_conns", `%d is outside 1..%d`, c.RespMaxConns, maxMaxConns)
 	}
 	if c.RespMaxPending < minRespMaxPending || c.RespMaxPending > maxRespMaxPending {
-		return s, fmt.Errorf(`key "resp_max_pending": %d is outside %d..%d (bytes)`, c.RespMaxPending, minRespMaxPending, maxRespMaxPending)
+		return s, keyErr("resp_max_pending", `%d is outside %d..%d (bytes)`, c.RespMaxPending, minRespMaxPending, maxRespMaxPending)
 	}
 	if c.RespMaxPendingTotal < int64(c.RespMaxPending) || c.RespMaxPendingTotal > maxRespMaxPendingTotal {
-		return s, fmt.Errorf(`key "resp_max_pending_total": %d is outside resp_max_pending (%d)..%d (bytes)`, c.RespMaxPendingTotal, c.RespMaxPending, int64(maxRespMaxPendingTotal))
+		return s, keyErr("resp_max_pending_total", `%d is outside resp_max_pending (%d)..%d (bytes)`, c.RespMaxPendingTotal, c.RespMaxPending, int64(maxRespMaxPendingTotal))
 	}
 	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
-		return s, fmt.Errorf(`key "resp_addr": %q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
+		return s, keyErr("resp_addr", `%q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
 	}
 	if c.Segment.MaxStep < 1 {
-		return s, fmt.Errorf(`key "segment.max_step": %d must be at least 1`, c.Segment.MaxStep)
+		return s, keyErr("segment.max_step", `%d must be at least 1`, c.Segment.MaxStep)
 	}
 	if c.Snowflake.WorkerBits < 1 || c.Snowflake.WorkerBits > 21 {
-		return s, fmt.Errorf(`key "snowflake.worker_bits": %d is outside 1..21`, c.Snowflake.WorkerBits)
+		return s, keyErr("snowflake.worker_bits", `%d is outside 1..21`, c.Snowflake.WorkerBits)
 	}
 	if !workerlease.ValidCluster(c.Snowflake.Cluster) {
-		return s, fmt.Errorf(`key "snowflake.cluster": %q must match ^[A-Za-z0-9_.:-]{1,64}$`, c.Snowflake.Cluster)
+		return s, keyErr("snowflake.cluster", `%q must match ^[A-Za-z0-9_.:-]{1,64}$`, c.Snowflake.Cluster)
 	}
 	epoch, err := time.Parse(time.RFC3339, c.Snowflake.Epoch)
 	if err != nil {
-		return s, fmt.Errorf(`key "snowflake.epoch": %q is not an RFC 3339 time`, c.Snowflake.Epoch)
+		return s, keyErr("snowflake.epoch", `%q is not an RFC 3339 time`, c.Snowflake.Epoch)
 	}
 	s.epoch = epoch
 	for _, d := range []struct {
@@ -320,20 +332,20 @@ func (c Config) validate() (settings, error) {
 	} {
 		v, err := time.ParseDuration(d.val)
 		if err != nil {
-			return s, fmt.Errorf("key %q: %q is not a duration like \"5s\"", d.key, d.val)
+			return s, keyErr(d.key, "%q is not a duration like \"5s\"", d.val)
 		}
 		if v < d.min {
-			return s, fmt.Errorf("key %q: %s is below the minimum %s", d.key, v, d.min)
+			return s, keyErr(d.key, "%s is below the minimum %s", v, d.min)
 		}
 		*d.dst = v
 	}
 	// The drain is part of the stop; what is left after it is shared by
 	// the HTTP shutdown and the hand-back (shutdown.go).
 	if s.shutdownTimeout <= s.shutdownDrain {
-		return s, fmt.Errorf(`key "shutdown_timeout": %s must exceed shutdown_drain (%s)`, s.shutdownTimeout, s.shutdownDrain)
+		return s, keyErr("shutdown_timeout", `%s must exceed shutdown_drain (%s)`, s.shutdownTimeout, s.shutdownDrain)
 	}
 	if s.driftError < s.driftBlock {
-		return s, errors.New(`key "snowflake.max_drift_error": must not be below snowflake.max_drift_block`)
+		return s, keyErr("snowflake.max_drift_error", `must not be below snowflake.max_drift_block`)
 	}
 	// The generator's own checks, reported by key rather than at start: an
 	// epoch after now, or so early that the time bits run out within 10
@@ -344,7 +356,7 @@ func (c Config) validate() (settings, error) {
 		if errors.Is(err, snowflake.ErrInvalidLayout) || errors.Is(err, snowflake.ErrLayoutTooShort) {
 			key = "snowflake.epoch"
 		}
-		return s, fmt.Errorf("key %q: %w", key, err)
+		return s, keyErr(key, "%w", err)
 	}
 	return s, nil
 }

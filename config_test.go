@@ -147,3 +147,65 @@ func TestMissingConfig(t *testing.T) {
 		t.Fatal("explicit -config absent: got no error")
 	}
 }
+
+// TestConfigErrorsNameTheSource: an error names where the bad value came
+// from (the environment variable, the file and key, the -config flag), a
+// syntax error its line and column, and a wrong type in words.
+func TestConfigErrorsNameTheSource(t *testing.T) {
+	cases := []struct {
+		name     string
+		body     string // config.json; "-" for none at the path -config names
+		env      map[string]string
+		want     string // the error after the file's path
+		wantFrom string // "env", "file" or "flag"
+	}{
+		{"typo in IDALLOC_DRIVER", `{}`, map[string]string{"IDALLOC_DRIVER": "mysq"},
+			`IDALLOC_DRIVER (key "driver"): "mysq" is not "sqlite" or "mysql"`, "env"},
+		{"typo in IDALLOC_LEASE_DRIVER", `{}`, map[string]string{"IDALLOC_LEASE_DRIVER": "zk"},
+			`IDALLOC_LEASE_DRIVER (key "lease.driver"): "zk" is not "sql", "redis" or "etcd"`, "env"},
+		{"typo in the file", `{"driver":"mysq"}`, nil, `key "driver": "mysq" is not "sqlite" or "mysql"`, "file"},
+		{"the file's value, overridden", `{"driver":"mysq"}`, map[string]string{"IDALLOC_DRIVER": "sqlite"}, "", ""},
+		{"syntax error", "{\n  \"driver\": \"sqlite\",\n  x\n}", nil,
+			`line 3, column 3: invalid character 'x' looking for beginning of object key string`, "file"},
+		{"trailing comma", "{\"driver\": \"sqlite\",}", nil, `line 1, column 21: invalid character '}'`, "file"},
+		{"unclosed object", "{\n", nil, `line 2, column 1: unexpected EOF`, "file"},
+		{"a string for an integer", `{"max_batch":"ten"}`, nil, `key "max_batch": want an integer, got a string`, "file"},
+		{"a fraction for an integer", `{"segment":{"max_step":1.5}}`, nil, `key "segment.max_step": want an integer, got 1.5`, "file"},
+		{"a string for a bool", `{"snowflake":{"random_sequence_start":"yes"}}`, nil,
+			`key "snowflake.random_sequence_start": want true or false, got a string`, "file"},
+		{"a number for a string", `{"resp_addr":6380}`, nil, `key "resp_addr": want a string, got a number`, "file"},
+		{"an array for the config", `[]`, nil, `want a JSON object, got an array`, "file"},
+		{"no file at -config", "-", nil, `no such file or directory`, "flag"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "missing.json")
+			if c.body != "-" {
+				path = writeConfig(t, c.body)
+			}
+			_, err := loadConfig(path, true, func(k string) string { return c.env[k] })
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want no error", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got no error, want %s", c.want)
+			}
+			var prefix string
+			switch c.wantFrom {
+			case "env":
+				prefix = "" // the file had no part in it
+			case "file":
+				prefix = "config " + path + ": "
+			case "flag":
+				prefix = "flag -config: "
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, c.want) ||
+				c.wantFrom == "env" && strings.Contains(msg, path) {
+				t.Errorf("got %q, want %q%s", msg, prefix, c.want)
+			}
+		})
+	}
+}

@@ -33,22 +33,18 @@ import (
 const gcPercent = 400
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "migrate" {
-		if err := migrateMain(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "idalloc migrate:", err)
-			os.Exit(1)
-		}
-		return
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "help" {
+		args = []string{"-help"}
 	}
-	if len(os.Args) > 1 && os.Args[1] == "advance" {
-		if err := advanceMain(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "idalloc advance:", err)
-			os.Exit(1)
-		}
-		return
+	cmd, do := "idalloc", run
+	if len(args) > 0 && args[0] == "migrate" {
+		cmd, do, args = "idalloc migrate", migrateMain, args[1:]
+	} else if len(args) > 0 && args[0] == "advance" {
+		cmd, do, args = "idalloc advance", advanceMain, args[1:]
 	}
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "idalloc:", err)
+	if err := do(args); err != nil {
+		fmt.Fprintln(os.Stderr, cmd+":", err)
 		os.Exit(1)
 	}
 }
@@ -62,10 +58,13 @@ type dataStore interface {
 	Close() error
 }
 
-func openStore(ctx context.Context, driver, dsn string, initSchema bool) (dataStore, error) {
+// openStore opens the store driver names. report is told each change
+// -init-schema makes to a MySQL schema (SQLite creates what is missing on
+// its own).
+func openStore(ctx context.Context, driver, dsn string, initSchema bool, report func(string)) (dataStore, error) {
 	switch driver {
 	case "mysql":
-		return store.OpenMySQL(ctx, dsn, store.MySQLOptions{InitSchema: initSchema})
+		return store.OpenMySQL(ctx, dsn, store.MySQLOptions{InitSchema: initSchema, Report: report})
 	case "sqlite":
 		return store.OpenSQLite(ctx, dsn)
 	}
@@ -79,35 +78,49 @@ func openStore(ctx context.Context, driver, dsn string, initSchema bool) (dataSt
 // Kubernetes), rather than an instance sit unready for a wait of its own.
 const notWaiting = "idalloc does not wait for the database at start: start it first, or let a supervisor restart idalloc"
 
-// startStore opens the configured store once. The error names the database's
-// host and name (the store's errors never carry the password) and, for
-// MySQL, says that it was not retried.
-func startStore(ctx context.Context, cfg settings, initSchema bool) (dataStore, error) {
-	st, err := openStore(ctx, cfg.Driver, cfg.DSN, initSchema)
+// startStore opens the configured store once, logging what -init-schema
+// changed. The error names the database's host and name (the store's
+// errors never carry the password) and says what to do: for refused
+// credentials, fix the dsn (named by where it came from); for missing or
+// outdated tables, the statement or flag that fixes them (the store says
+// it); for a database that does not answer, that it was not retried. Only
+// the last is one a restart may cure.
+func startStore(ctx context.Context, cfg settings, initSchema bool, log *slog.Logger) (dataStore, error) {
+	changed := false
+	st, err := openStore(ctx, cfg.Driver, cfg.DSN, initSchema, func(change string) {
+		changed = true
+		log.Info("init-schema: "+change, "driver", cfg.Driver)
+	})
 	switch {
 	case err == nil:
+		if initSchema && cfg.Driver == "mysql" && !changed {
+			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
+		}
 		return st, nil
-	case cfg.Driver == "mysql" && ctx.Err() == nil && !errors.Is(err, store.ErrOutdatedSchema):
+	case errors.Is(err, store.ErrAccessDenied):
+		return nil, fmt.Errorf("%s: %w; correct the user or password there", cfg.sources.origin("dsn"), err)
+	case cfg.Driver == "mysql" && ctx.Err() == nil &&
+		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
 		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
+	case cfg.Driver == "mysql":
+		return nil, err // it says "open mysql host/db" already
 	}
 	return nil, fmt.Errorf("open %s store: %w", cfg.Driver, err)
 }
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("idalloc", flag.ContinueOnError)
-	configPath := fs.String("config", "config.json", "config file (JSON)")
-	initSchema := fs.Bool("init-schema", false, "apply schema.sql to the MySQL database before serving, and turn TIMESTAMP columns left by an older schema into DATETIME(3)")
-	showVersion := fs.Bool("version", false, "print the version and exit (buildinfo.go)")
-	if err := fs.Parse(args); err != nil {
+	flags, err := parseServe(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the usage was asked for and printed
+	}
+	if err != nil {
 		return err
 	}
-	if *showVersion {
+	if flags.version {
 		fmt.Println(readBuildStamp())
 		return nil
 	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
-	cfg, err := loadConfig(*configPath, explicit, os.Getenv)
+	cfg, err := loadConfig(flags.configPath, flags.configRequired, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -129,19 +142,19 @@ func run(args []string) error {
 	// Listen first: a taken port fails before a lease or a segment is held.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", cfg.sources.origin("http_addr"), err)
 	}
 	conns := limitConns(ln, cfg.MaxConns)
 	defer conns.Close()
 	var respLn net.Listener
 	if cfg.RespAddr != "" {
 		if respLn, err = net.Listen("tcp", cfg.RespAddr); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", cfg.sources.origin("resp_addr"), err)
 		}
 		defer respLn.Close() // if the start fails before it is served
 	}
 
-	st, err := startStore(ctx, cfg, *initSchema)
+	st, err := startStore(ctx, cfg, flags.initSchema, log)
 	if err != nil {
 		return err
 	}

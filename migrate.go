@@ -95,12 +95,12 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("open source: %w", err)
 	}
 	defer from.Close()
-	to, err := openStore(ctx, *toDriver, *toDSN, *initSchema)
+	report := func(line string) { fmt.Fprintln(stdout, line) }
+	to, err := openStore(ctx, *toDriver, *toDSN, *initSchema, func(change string) { report("init-schema: " + change) })
 	if err != nil {
 		return fmt.Errorf("open target: %w", err)
 	}
 	defer to.Close()
-	report := func(line string) { fmt.Fprintln(stdout, line) }
 	tagsErr := migrateTags(ctx, from, to, report)
 	var refused refusedTagsError
 	if tagsErr != nil && !errors.As(tagsErr, &refused) {

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/idalloc/idalloc/store/storetest"
 )
 
 // TestStartWithTheDatabaseDownSaysSo: with MySQL unreachable the start fails
@@ -22,7 +28,7 @@ func TestStartWithTheDatabaseDownSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := startStore(t.Context(), cfg, false)
+	st, err := startStore(t.Context(), cfg, false, slog.New(slog.DiscardHandler))
 	if err == nil {
 		st.Close()
 		t.Fatalf("startStore with nothing at %s: got no error", addr)
@@ -35,5 +41,102 @@ func TestStartWithTheDatabaseDownSaysSo(t *testing.T) {
 	}
 	if strings.Contains(msg, "s3cret-pw") || strings.Contains(msg, "\n") {
 		t.Errorf("error %q shows the password or spans lines", msg)
+	}
+}
+
+// TestTakenPortNamesTheKey: a port in use fails the start with the key
+// that asked for it, and the environment variable when that set it.
+func TestTakenPortNamesTheKey(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	cases := []struct {
+		name string
+		body string
+		env  map[string]string
+		want string // after the config's path, if it is named
+	}{
+		{"http_addr in the file", `{"http_addr":"` + addr + `"}`, nil, `key "http_addr": listen tcp ` + addr},
+		{"http_addr from the environment", `{}`, map[string]string{"IDALLOC_HTTP_ADDR": addr},
+			`IDALLOC_HTTP_ADDR (key "http_addr"): listen tcp ` + addr},
+		{"resp_addr in the file", `{"http_addr":"127.0.0.1:0","resp_addr":"` + addr + `"}`, nil, `key "resp_addr": listen tcp ` + addr},
+		{"resp_addr from the environment", `{"http_addr":"127.0.0.1:0"}`, map[string]string{"IDALLOC_RESP_ADDR": addr},
+			`IDALLOC_RESP_ADDR (key "resp_addr"): listen tcp ` + addr},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, o := range envOverrides {
+				t.Setenv(o.name, c.env[o.name])
+			}
+			path := writeConfig(t, c.body)
+			err := run([]string{"-config", path})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "address already in use") {
+				t.Errorf("got %v, want an error saying %s: ... address already in use", err, c.want)
+			}
+		})
+	}
+}
+
+// TestMySQLStartSaysWhatToDo: an empty database names the two ways to
+// create the tables, refused credentials name the user and server (never
+// the password) and the dsn's source, and neither is blamed on a database
+// that is down; -init-schema logs each thing it created, and then that
+// nothing was left to do.
+func TestMySQLStartSaysWhatToDo(t *testing.T) {
+	dsn := storetest.MySQLDSN(t)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := cfg.Clone()
+	wrong.Passwd = "n0t-the-pa55word"
+	cases := []struct {
+		name       string
+		dsn        string
+		env        bool // the dsn comes from IDALLOC_DSN
+		initSchema bool
+		want       []string // in the error, or else in the log
+	}{
+		{"empty database", dsn, false, false, []string{"idalloc's tables are missing: segments, worker_leases, worker_layouts",
+			"-init-schema", "schema.sql"}},
+		{"wrong password", wrong.FormatDSN(), true, false, []string{`IDALLOC_DSN (key "dsn"): `,
+			"credentials refused for " + cfg.User + "@" + cfg.Addr, "correct the user or password"}},
+		{"init-schema on the empty database", dsn, false, true, []string{"init-schema: created table segments",
+			"init-schema: created table worker_leases", "init-schema: created table worker_layouts"}},
+		{"init-schema again", dsn, false, true, []string{"init-schema: the schema was complete; nothing changed"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conf := defaultConfig()
+			conf.Driver, conf.DSN = "mysql", c.dsn
+			s, err := conf.validate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.env {
+				s.sources.env = map[string]string{"dsn": "IDALLOC_DSN"}
+			}
+			var logged bytes.Buffer
+			st, err := startStore(t.Context(), s, c.initSchema, slog.New(slog.NewTextHandler(&logged, nil)))
+			got := logged.String()
+			if err == nil {
+				st.Close()
+			} else {
+				got = err.Error()
+				for _, never := range []string{"supervisor", "does not wait", wrong.Passwd, "Error 1146"} {
+					if strings.Contains(got, never) {
+						t.Errorf("error %q says %q", got, never)
+					}
+				}
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("got %q, want it to say %q", got, w)
+				}
+			}
+		})
 	}
 }

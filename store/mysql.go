@@ -23,6 +23,7 @@ var schemaMySQL string
 
 // MySQL error numbers (mysqld_error.h).
 const (
+	erAccessDenied    = 1045
 	erDupEntry        = 1062
 	erLockWaitTimeout = 1205
 	erDeadlock        = 1213 // also Galera's certification failure
@@ -87,7 +88,16 @@ type MySQLOptions struct {
 	// A table made by another ID service (Leaf's leaf_alloc) is not used:
 	// idalloc migrate carries its rows over.
 	InitSchema bool
+	// Report, if set, is told each change InitSchema makes, in words
+	// ("created table segments"), so that a start can log what it did.
+	// Nothing is reported when the schema was already complete.
+	Report func(change string)
 }
+
+// ErrAccessDenied is OpenMySQL's error when the server refuses the DSN's
+// user and password (MySQL error 1045); the wrapping error names the user
+// and the server, never the password.
+var ErrAccessDenied = errors.New("credentials refused")
 
 // MySQL is a store on MySQL, MariaDB, TiDB or Vitess. It is safe for
 // concurrent use and holds a pool of at most 16 connections.
@@ -100,8 +110,9 @@ type MySQL struct{ db }
 // (clientFoundRows), which the compare-and-set statements rely on, and
 // interpolates arguments client-side (interpolateParams); it adds
 // dial/read/write timeouts of 3s/5s/5s where the DSN sets none. Errors: an
-// invalid DSN, an unreachable server, a failed schema, or ErrOutdatedSchema
-// (see MySQLOptions.InitSchema); none of them contains the password.
+// invalid DSN, an unreachable server, ErrAccessDenied, a failed schema, or,
+// without MySQLOptions.InitSchema, ErrMissingTables (no segments table) or
+// ErrOutdatedSchema; none of them contains the password.
 func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, error) {
 	cfg, err := mysqlConfig(dsn)
 	if err != nil {
@@ -112,6 +123,10 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 		return nil, err
 	}
 	m := &MySQL{db{x: x, dialect: mysqlDialect}}
+	report := opts.Report
+	if report == nil {
+		report = func(string) {}
+	}
 
 	err = m.Ping(ctx)
 	switch {
@@ -120,10 +135,19 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 		had, err = m.leaseTableExists(ctx, x)
 		// Columns first: schema.sql's seeded row names them all.
 		if err == nil {
-			err = m.upgradeColumns(ctx)
+			err = m.upgradeColumns(ctx, report)
+		}
+		var missing []string
+		if err == nil {
+			missing, err = m.missingTables(ctx)
 		}
 		if err == nil {
 			err = applySchema(ctx, x, schemaMySQL)
+		}
+		for _, t := range missing {
+			if err == nil {
+				report("created table " + t)
+			}
 		}
 		if err == nil && !had {
 			// After the CREATE, not with it (MySQL commits DDL on its
@@ -132,16 +156,22 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 			_, err = x.ExecContext(ctx, m.q(genesisStmt))
 		}
 		if err == nil {
-			err = m.upgradeDatetime(ctx)
+			err = m.upgradeDatetime(ctx, report)
 		}
 	case err == nil:
-		err = m.checkDatetime(ctx)
+		err = m.checkTables(ctx)
+		if err == nil {
+			err = m.checkDatetime(ctx)
+		}
 	}
 	if err == nil {
 		_, err = m.missingColumns(ctx)
 	}
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
+		if mysqlErrorIs(err, erAccessDenied) {
+			err = fmt.Errorf("%w for %s@%s: %w", ErrAccessDenied, cfg.User, cfg.Addr, err)
+		}
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	return m, nil

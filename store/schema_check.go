@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -13,6 +15,49 @@ import (
 // schema.sql and must be altered before the store can run on it; the
 // wrapping error names the statement that does it.
 var ErrOutdatedSchema = errors.New("outdated schema")
+
+// ErrMissingTables is OpenMySQL's error, without MySQLOptions.InitSchema,
+// for a database that lacks some of idalloc's tables (an empty one, most
+// often); the wrapping error names them and the two ways to create them.
+var ErrMissingTables = errors.New("idalloc's tables are missing")
+
+// schemaTables are the tables schema.sql creates, read from it so that a
+// table added there is checked here too.
+var schemaTables = func() []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?i)CREATE TABLE IF NOT EXISTS (\w+)`).FindAllStringSubmatch(schemaMySQL, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}()
+
+// missingTables lists the tables of schemaTables the database lacks.
+func (m *MySQL) missingTables(ctx context.Context) ([]string, error) {
+	var missing []string
+	for _, t := range schemaTables {
+		var n int
+		if err := m.x.GetContext(ctx, &n, m.dialect.tableExists, t); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			missing = append(missing, t)
+		}
+	}
+	return missing, nil
+}
+
+// checkTables refuses a database without a segments table, the one every
+// start reads (an empty database, most often), which would otherwise fail
+// at its first read with error 1146 and no fix named. A database that has
+// it but lacks the worker tables, made before them, is opened as before.
+func (m *MySQL) checkTables(ctx context.Context) error {
+	missing, err := m.missingTables(ctx)
+	if err != nil || !slices.Contains(missing, "segments") {
+		return err
+	}
+	return fmt.Errorf("%w: %s; create them by starting once with -init-schema, or by applying schema.sql "+
+		"(mysql DATABASE < schema.sql)", ErrMissingTables, strings.Join(missing, ", "))
+}
 
 // timestampColumn is one TIMESTAMP column of an idalloc table, as
 // information_schema.COLUMNS describes it.
@@ -120,7 +165,7 @@ func (m *MySQL) checkDatetime(ctx context.Context) error {
 // DATETIME(3). Every pooled connection has time_zone '+00:00' (see
 // mysqlConfig), so the stored instants convert to UTC. It checks again
 // afterwards, so a statement that changed nothing is reported.
-func (m *MySQL) upgradeDatetime(ctx context.Context) error {
+func (m *MySQL) upgradeDatetime(ctx context.Context, report func(string)) error {
 	cols, err := timestampColumns(ctx, m.x)
 	if err != nil {
 		return err
@@ -129,6 +174,13 @@ func (m *MySQL) upgradeDatetime(ctx context.Context) error {
 		if _, err := m.x.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
+	}
+	if len(cols) > 0 {
+		names := make([]string, len(cols))
+		for i, c := range cols {
+			names[i] = c.Table + "." + c.Column
+		}
+		report("converted TIMESTAMP columns " + strings.Join(names, ", ") + " to DATETIME(3)")
 	}
 	return m.checkDatetime(ctx)
 }

@@ -125,7 +125,7 @@ func formatsUnsupported(missing []addedColumn) error {
 // there is one. Instances running -init-schema at once may race to add
 // them; a failed ALTER is an error only if columns are still missing
 // after it.
-func (m *MySQL) upgradeColumns(ctx context.Context) error {
+func (m *MySQL) upgradeColumns(ctx context.Context, report func(string)) error {
 	var tables int
 	err := m.x.GetContext(ctx, &tables, `SELECT COUNT(*) FROM information_schema.TABLES
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'segments'`)
@@ -141,7 +141,13 @@ func (m *MySQL) upgradeColumns(ctx context.Context) error {
 		if still, checkErr := m.missingColumns(ctx); checkErr != nil || len(still) > 0 {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
+		return nil // another instance added them
 	}
+	names := make([]string, len(missing))
+	for i, c := range missing {
+		names[i] = c.name
+	}
+	report("added columns " + strings.Join(names, ", ") + " to segments")
 	return nil
 }
 

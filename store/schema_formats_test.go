@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,14 +146,24 @@ func TestMySQLInitSchemaAddsFormatColumns(t *testing.T) {
 	ctx := t.Context()
 	dsn := storetest.MySQLDSN(t)
 	mysqlRaw(t, dsn, segmentsBeforeFormats, `INSERT INTO segments (app_tag, max_id, step) VALUES ('orders', 70, 10)`)
-	for i := range 2 {
-		st, err := store.OpenMySQL(ctx, dsn, store.MySQLOptions{InitSchema: true})
+	// What each start reports: the changes, then none.
+	wantReports := [][]string{
+		{"added columns format, length, format_key, start to segments", "created table worker_leases", "created table worker_layouts"},
+		nil,
+	}
+	for i, want := range wantReports {
+		var reports []string
+		st, err := store.OpenMySQL(ctx, dsn, store.MySQLOptions{InitSchema: true,
+			Report: func(change string) { reports = append(reports, change) }})
 		if err != nil {
 			t.Fatalf("OpenMySQL with InitSchema (#%d): %v", i+1, err)
 		}
 		defer st.Close()
 		tags, err := st.Tags(ctx)
 		checkOldRow(t, tags, err, 70)
+		if !slices.Equal(reports, want) {
+			t.Errorf("OpenMySQL with InitSchema (#%d) reported %q, want %q", i+1, reports, want)
+		}
 	}
 	st, err := store.OpenMySQL(ctx, dsn, store.MySQLOptions{})
 	if err != nil {

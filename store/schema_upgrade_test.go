@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,12 +204,19 @@ func TestMySQLInitSchemaTurnsTimestampIntoDatetime(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Params = map[string]string{"time_zone": "'+08:00'"}
-	st, err := store.OpenMySQL(t.Context(), cfg.FormatDSN(), store.MySQLOptions{InitSchema: true})
+	var reports []string
+	st, err := store.OpenMySQL(t.Context(), cfg.FormatDSN(), store.MySQLOptions{InitSchema: true,
+		Report: func(change string) { reports = append(reports, change) }})
 	if err != nil {
 		t.Fatalf("OpenMySQL with InitSchema: %v", err)
 	}
 	defer st.Close()
 	checkConverted(t, st)
+	if i := slices.IndexFunc(reports, func(r string) bool {
+		return strings.HasPrefix(r, "converted TIMESTAMP columns ") && strings.HasSuffix(r, " to DATETIME(3)")
+	}); i < 0 {
+		t.Errorf("InitSchema reported %q, want the TIMESTAMP columns it converted", reports)
+	}
 	// Now a plain start is accepted, and a 2040 clock works.
 	again, err := store.OpenMySQL(t.Context(), dsn, store.MySQLOptions{})
 	if err != nil {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// serveUsage heads `idalloc -help`: the commands, then the flags and the
+// environment variables, which serveFlags prints from their definitions
+// (fs.PrintDefaults, envOverrides) so that the help cannot fall behind
+// them.
+const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-version]
+       idalloc migrate -to-dsn DSN [flags]
+       idalloc advance (-by COUNT | -for DURATION) [flags]
+
+idalloc hands out unique IDs over HTTP (and over the Redis protocol when
+resp_addr is set): segment IDs per tag, and snowflake IDs under a leased
+worker ID. With no command it serves, with the store and settings of the
+config file (config.json in the working directory by default; without
+one, the defaults: SQLite in idalloc.db, HTTP on :8880).
+
+Commands:
+  (none)   serve until SIGTERM or SIGINT, then drain and hand back what
+           this instance holds
+  migrate  carry every tag, layout and lease from one store to another so
+           that no ID repeats (idalloc migrate -help)
+  advance  move every tag and worker lease forward after a restore or a
+           failover that may have lost writes (idalloc advance -help)
+
+Flags:
+`
+
+// serveFlags are the flags of `idalloc` serving.
+type serveFlags struct {
+	configPath     string
+	configRequired bool // -config was given: its file must exist
+	initSchema     bool
+	version        bool
+}
+
+// parseServe reads the flags of `idalloc` serving. -help and -h print the
+// usage to out and return flag.ErrHelp. An argument left over is refused:
+// a mistyped command ("idalloc migrat") must not start a server.
+func parseServe(args []string, out io.Writer) (serveFlags, error) {
+	var f serveFlags
+	fs := flag.NewFlagSet("idalloc", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, serveUsage)
+		fs.PrintDefaults()
+		printEnvironment(out)
+	}
+	fs.StringVar(&f.configPath, "config", "config.json", "config file (JSON); named with -config, it must exist")
+	fs.BoolVar(&f.initSchema, "init-schema", false, "apply schema.sql to the MySQL database before serving (create missing tables, add missing columns), and turn TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unknown command %q: the commands are migrate and advance (idalloc -help)", fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) { f.configRequired = f.configRequired || fl.Name == "config" })
+	return f, nil
+}
+
+// printEnvironment lists the IDALLOC_* variables and the key each replaces.
+func printEnvironment(out io.Writer) {
+	fmt.Fprint(out, "\nEnvironment (each, when set and not empty, replaces a key of the config file):\n")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, o := range envOverrides {
+		fmt.Fprintf(tw, "  %s\t%s\n", o.name, o.key)
+	}
+	tw.Flush()
+	fmt.Fprint(out, "\nGOGC, when set, replaces idalloc's own default of 400.\n")
+}

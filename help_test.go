@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestHelpExitsZero: -help and -h, of idalloc and of each command, print
+// the usage and end without an error (exit status 0), where idalloc alone
+// used to answer "flag: help requested" and exit 1.
+func TestHelpExitsZero(t *testing.T) {
+	cases := []struct {
+		name string
+		main func([]string) error
+		args []string
+	}{
+		{"idalloc -help", run, []string{"-help"}},
+		{"idalloc -h", run, []string{"-h"}},
+		{"idalloc migrate -help", migrateMain, []string{"-help"}},
+		{"idalloc migrate -h", migrateMain, []string{"-h"}},
+		{"idalloc advance -help", advanceMain, []string{"-help"}},
+		{"idalloc advance -h", advanceMain, []string{"-h"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.main(c.args); err != nil {
+				t.Errorf("%s: got %v, want no error", c.name, err)
+			}
+		})
+	}
+}
+
+// TestHelpNamesEverything: the usage names both commands, every flag, and
+// every IDALLOC_ variable that config.go reads, with the key it replaces.
+func TestHelpNamesEverything(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseServe([]string{"-help"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("parseServe(-help): got %v, want flag.ErrHelp", err)
+	}
+	help := out.String()
+	src, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := regexp.MustCompile(`"(IDALLOC_[A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(vars) == 0 {
+		t.Fatal("config.go names no IDALLOC_ variable: the pattern is out of date")
+	}
+	want := []string{"Usage: idalloc", "migrate", "advance", "-config", "-init-schema", "-version"}
+	for _, v := range vars {
+		want = append(want, v[1])
+	}
+	for _, o := range envOverrides {
+		want = append(want, o.name+" ") // followed by its key on the line
+		if !regexp.MustCompile(`(?m)^\s+` + o.name + `\s+` + regexp.QuoteMeta(o.key) + `$`).MatchString(help) {
+			t.Errorf("help has no line %q followed by key %q:\n%s", o.name, o.key, help)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(help, w) {
+			t.Errorf("help does not mention %q:\n%s", w, help)
+		}
+	}
+}
+
+// TestServeRefusesArguments: a mistyped command must not start a server.
+func TestServeRefusesArguments(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string // "" for no error
+	}{
+		{nil, ""},
+		{[]string{"-config", "x.json", "-init-schema"}, ""},
+		{[]string{"migrat"}, `unknown command "migrat"`},
+		{[]string{"-init-schema", "serve"}, `unknown command "serve"`},
+	}
+	for _, c := range cases {
+		_, err := parseServe(c.args, io.Discard)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("idalloc %q: got %v, want no error", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("idalloc %q: got %v, want an error saying %s", c.args, err, c.want)
+		}
+	}
+}
