@@ -133,7 +133,7 @@ func defaultConfig() Config {
 		HTTPAddr:            ":8880",
 		Driver:              "sqlite",
 		DSN:                 "idalloc.db",
-		MaxBatch:            1000,
+		MaxBatch:            segment.DefaultMaxBatch,
 		MaxConns:            DefaultMaxConns,
 		RespMaxConns:        DefaultMaxConns,
 		RespIdleTimeout:     DefaultRespIdleTimeout,
@@ -283,8 +283,8 @@ func (c Config) validate() (settings, error) {
 	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
 		return s, keyErr("lease.dsn", `must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
 	}
-	if c.MaxBatch < 1 || c.MaxBatch > 100_000 {
-		return s, keyErr("max_batch", `%d is outside 1..100000`, c.MaxBatch)
+	if c.MaxBatch < 1 || c.MaxBatch > segment.MaxMaxBatch {
+		return s, keyErr("max_batch", `%d is outside 1..%d`, c.MaxBatch, segment.MaxMaxBatch)
 	}
 	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
 		return s, keyErr("max_conns", `%d is outside 1..%d`, c.MaxConns, maxMaxConns)

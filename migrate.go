@@ -10,8 +10,8 @@ import (
 	"io"
 	"os"
 	"time"
-	"unicode/utf8"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
@@ -246,27 +246,18 @@ func migrateTags(ctx context.Context, from tagSource, to segment.Store, report f
 	return nil
 }
 
-// refusal says why idalloc cannot take t as it is, or "" when it can.
+// refusal says why idalloc cannot take t as it is, or "" when it can:
+// what no row may hold (segment.CheckRow, in its words), or a tag with no
+// ID left to issue, which there is no point in carrying.
 func refusal(t segment.Tag) string {
-	switch {
-	case t.AppTag == "":
-		return "empty name"
-	case len(t.AppTag) > 64:
-		return fmt.Sprintf("name longer than idalloc's 64 characters (%d bytes)", len(t.AppTag))
-	case !segment.ValidTag(t.AppTag):
-		return "name has a character outside [A-Za-z0-9_.:-]"
-	case t.Step < 1:
-		return fmt.Sprintf("step %d is below 1", t.Step)
-	case t.MaxID < 0:
-		return fmt.Sprintf("max_id %d is negative", t.MaxID)
-	case t.MaxID >= segment.MaxUsableID:
-		return fmt.Sprintf("max_id %d leaves no ID up to idalloc's highest, %d", t.MaxID, segment.MaxUsableID)
-	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
-		return fmt.Sprintf("description longer than %d characters", segment.MaxDescription)
+	if err := segment.CheckRow(t); err != nil {
+		if e, ok := errs.Describe(err); ok {
+			return e.Reason
+		}
+		return err.Error()
 	}
-	if err := segment.CheckFormat(t); err != nil {
-		// Its words name the format, length or key size, never the key.
-		return "number format: " + err.Error()
+	if t.MaxID >= segment.MaxUsableID {
+		return fmt.Sprintf("max_id %d leaves no ID up to idalloc's highest, %d", t.MaxID, segment.MaxUsableID)
 	}
 	return ""
 }

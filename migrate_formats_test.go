@@ -25,12 +25,12 @@ func TestMigrateCarriesFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, tg := range []segment.Tag{
-				{AppTag: "fixed", Step: 10, Start: 5000, Format: segment.FormatFixedLength, Length: 4},
+			for _, tg := range []segment.NewTag{
+				{AppTag: "fixed", Step: 10, Start: new(int64(5000)), Format: segment.FormatFixedLength, Length: 4},
 				{AppTag: "scr", Step: 10, Format: segment.FormatScrambled, Length: 8},
 				{AppTag: "clash", Step: 10, Format: segment.FormatScrambled, Length: 8},
 			} {
-				if err := a.CreateTag(ctx, tg); err != nil {
+				if _, err := a.CreateTag(ctx, tg); err != nil {
 					t.Fatal(err)
 				}
 				for range 15 {

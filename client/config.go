@@ -9,14 +9,16 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/idalloc/idalloc/segment"
 )
 
 // Defaults of Config.
 const (
 	// DefaultMaxBatch is the server's own default max_batch.
-	DefaultMaxBatch = 1000
+	DefaultMaxBatch = segment.DefaultMaxBatch
 	// MaxMaxBatch is the largest max_batch a server accepts.
-	MaxMaxBatch = 100_000
+	MaxMaxBatch = segment.MaxMaxBatch
 	// DefaultSnowflakeMaxAge bounds the age of a buffered snowflake ID.
 	DefaultSnowflakeMaxAge = time.Second
 	// DefaultRequestTimeout bounds one HTTP attempt on one instance.

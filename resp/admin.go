@@ -74,16 +74,14 @@ func (s *Server) hset(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) < 4 || len(args)%2 != 0 {
 		return arity(cmdHset, args)
 	}
-	t, err := readTag(args[1], args[2:])
+	nt, err := readTag(args[1], args[2:])
 	if err != nil {
 		return err
 	}
-	if err := s.seg.CreateTag(s.ctx, t); err != nil {
-		return err
-	}
 	// Log the tag as stored, the domain's defaults applied, as HTTP does.
-	if stored, err := segment.CheckNewTag(t, t.Step); err == nil {
-		t = stored
+	t, err := s.seg.CreateTag(s.ctx, nt)
+	if err != nil {
+		return err
 	}
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
 		"format", string(t.Format), "length", t.Length, "via", "resp", "remote", ses.remote)
@@ -122,8 +120,8 @@ var (
 // integers. The rules of a tag and their words are the allocator's
 // (segment.CheckNewTag), as for POST /tags. Field names match in any
 // case, as number-dispenser's do.
-func readTag(tag []byte, pairs [][]byte) (segment.Tag, error) {
-	t := segment.Tag{AppTag: string(tag), Step: DefaultStep}
+func readTag(tag []byte, pairs [][]byte) (segment.NewTag, error) {
+	t := segment.NewTag{AppTag: string(tag), Step: DefaultStep}
 	var seen int
 	var typeFormat segment.Format
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -136,11 +134,9 @@ func readTag(tag []byte, pairs [][]byte) (segment.Tag, error) {
 			t.Step, err = integer("step", value)
 		case "start", "starting":
 			bit = fieldStart
-			t.Start, err = integer(name, value)
-			if err == nil && t.Start == 0 {
-				// The allocator reads Start 0 as "not given"; a client that
-				// wrote 0 asked for an ID below the first, which no tag has.
-				err = segment.ErrInvalidStart
+			var n int64
+			if n, err = integer(name, value); err == nil {
+				t.Start = &n
 			}
 		case "description":
 			bit = fieldDescription
@@ -150,11 +146,7 @@ func readTag(tag []byte, pairs [][]byte) (segment.Tag, error) {
 			t.Format = segment.Format(value)
 		case "length":
 			bit = fieldLength
-			var n int64
-			n, err = integer("length", value)
-			// Any length outside [-1, 100] is as invalid as -1 or 100 are,
-			// and fits an int on every platform (as over HTTP).
-			t.Length = int(min(max(n, -1), 100))
+			t.Length, err = integer("length", value)
 		case "type":
 			bit = fieldType
 			f, ok := typeFormats[string(value)]

@@ -282,9 +282,9 @@ func (s *Server) ids(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) != 3 {
 		return arity(cmdIDs, args)
 	}
-	n, ok := parseCount(args[2], s.maxBatch)
-	if !ok {
-		return s.errBadCount
+	n, err := s.readCount(args[2])
+	if err != nil {
+		return err
 	}
 	ids := ses.scratch(n)
 	if err := s.seg.NextN(s.ctx, ses.tag(args[1]), ids); err != nil {
@@ -312,9 +312,9 @@ func (s *Server) snowflake(c redcon.Conn, ses *session, args [][]byte) error {
 		c.WriteBulk(strconv.AppendInt(ses.num[:0], id, 10))
 		return nil
 	}
-	n, ok := parseCount(args[1], s.maxBatch)
-	if !ok {
-		return s.errBadCount
+	n, err := s.readCount(args[1])
+	if err != nil {
+		return err
 	}
 	ids := ses.scratch(n)
 	if err := s.flake.NextN(ids); err != nil {
@@ -334,11 +334,23 @@ func (s *Server) writeIDs(c redcon.Conn, ses *session, ids []int64) {
 	}
 }
 
-// parseCount reads a count: digits only, from 1 to limit, as HTTP's count
-// parameter. A sign, a space, a leading zero or another base ("+5", "007",
-// "0x10") is refused, not read some way: a proxy or a log reading the
-// command must not see another count than idalloc does.
-func parseCount(b []byte, limit int) (int, bool) {
+// readCount reads a count of IDS or SNOWFLAKE, which the domain's limit
+// (max_batch) must allow, and refuses it in the domain's words as HTTP
+// does.
+func (s *Server) readCount(b []byte) (int, error) {
+	n, ok := parseCount(b)
+	if !ok {
+		return 0, s.count.Err()
+	}
+	return n, s.count.Check(n)
+}
+
+// parseCount reads a count in digits only, as HTTP's count parameter. A
+// sign, a space, a leading zero or another base ("+5", "007", "0x10") is
+// refused, not read some way: a proxy or a log reading the command must
+// not see another count than idalloc does. Nine digits at most: larger
+// counts are refused by any limit anyway.
+func parseCount(b []byte) (int, bool) {
 	if len(b) == 0 || len(b) > 9 || b[0] == '0' {
 		return 0, false
 	}
@@ -349,5 +361,5 @@ func parseCount(b []byte, limit int) (int, bool) {
 		}
 		n = n*10 + int(c-'0')
 	}
-	return n, n >= 1 && n <= limit
+	return n, true
 }

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/idalloc/idalloc/errs"
 )
@@ -90,11 +89,6 @@ var (
 	// commands). Redis closes such connections too.
 	errHTTP = &replyError{line: classErr + " this port speaks the Redis protocol, not HTTP: closing", outcome: outErr, close: true}
 )
-
-// badCount is the refusal of a count outside [1, maxBatch], in HTTP's words.
-func badCount(maxBatch int) *replyError {
-	return ownError(classErr, "invalid count: must be an integer from 1 to "+strconv.Itoa(maxBatch))
-}
 
 // wrongArgs is Redis's words for a command given the wrong number of
 // arguments; name is one of ours, never the client's bytes.

@@ -43,7 +43,6 @@ import (
 
 // Defaults for zero Config fields.
 const (
-	DefaultMaxBatch    = 1000
 	DefaultMaxConns    = 10_000
 	DefaultIdleTimeout = 5 * time.Minute
 	// DefaultStep is the step of a tag created by HSET without one: HTTP's
@@ -69,7 +68,7 @@ type Segments interface {
 	// Tags lists the tags as of the last tag-list reload, sorted by
 	// AppTag; the slice is shared and must not be modified.
 	Tags() []segment.Tag
-	CreateTag(ctx context.Context, t segment.Tag) error
+	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
 }
 
 // Snowflakes is what the front end needs of leased.Source. Errors:
@@ -92,7 +91,8 @@ type Config struct {
 	// AdminToken guards HSET: a connection gets admin rights by AUTH with
 	// it. Empty means HSET is served to loopback connections only.
 	AdminToken string
-	// MaxBatch is the largest count of IDS and SNOWFLAKE; 0 means 1000.
+	// MaxBatch is the largest count of IDS and SNOWFLAKE; 0 means
+	// segment.DefaultMaxBatch.
 	MaxBatch int
 	// MaxConns caps the open connections; 0 means 10,000. Over the cap a
 	// new connection is answered an error and closed.
@@ -136,7 +136,7 @@ type Server struct {
 	admin   string
 	// adminBytes is admin, for AUTH's constant-time compare.
 	adminBytes []byte
-	maxBatch   int
+	count      segment.CountLimit // of IDS and SNOWFLAKE
 	maxConns   int
 	maxPending int
 	// maxPendingTotal is Config.MaxPendingTotal, shared by the connections
@@ -145,8 +145,6 @@ type Server struct {
 	idle            time.Duration
 	version         string
 	started         time.Time
-
-	errBadCount *replyError
 
 	// ctx is what allocator calls wait under; cut cancels it so that a
 	// command waiting for a segment fetch returns when connections are cut.
@@ -171,7 +169,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		seg: deps.Segments, flake: deps.Snowflake,
 		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
-		maxBatch:        orDefault(cfg.MaxBatch, DefaultMaxBatch),
+		count:           segment.NewCountLimit(cfg.MaxBatch),
 		maxConns:        orDefault(cfg.MaxConns, DefaultMaxConns),
 		maxPending:      orDefault(cfg.MaxPending, DefaultMaxPending),
 		maxPendingTotal: orDefault(cfg.MaxPendingTotal, DefaultMaxPendingTotal),
@@ -201,7 +199,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("resp: MaxPendingTotal %d is below MaxPending %d", s.maxPendingTotal, s.maxPending)
 	}
 	s.adminBytes = []byte(s.admin)
-	s.errBadCount = badCount(s.maxBatch)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.admin == "" {
 		s.log.Warn("no admin_token configured: HSET over RESP is served to loopback connections only")

@@ -80,7 +80,7 @@ func BenchmarkNextScrambled(b *testing.B) {
 	st := newFakeStore()
 	a := newAllocator(b, st, segment.Config{MaxStep: 100_000_000})
 	ctx := context.Background()
-	if err := a.CreateTag(ctx, segment.Tag{AppTag: "scr", Step: 1_000_000, Format: segment.FormatScrambled, Length: 12}); err != nil {
+	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "scr", Step: 1_000_000, Format: segment.FormatScrambled, Length: 12}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -16,19 +16,19 @@ import (
 func TestCheckNewTagWords(t *testing.T) {
 	tests := []struct {
 		name      string
-		tag       segment.Tag
+		tag       segment.NewTag
 		wantField string
 		wantMsg   string
 		wantIs    error
 	}{
-		{"invalid tag", segment.Tag{AppTag: "a b", Step: 10}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
-		{"empty tag", segment.Tag{Step: 10}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
-		{"step 0", segment.Tag{AppTag: "t", Step: 0}, "step", "invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
-		{"step above cap", segment.Tag{AppTag: "t", Step: 1001}, "step", "invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
-		{"negative start", segment.Tag{AppTag: "t", Step: 10, Start: -1}, "start", "invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStart},
-		{"start above MaxUsableID", segment.Tag{AppTag: "t", Step: 10, Start: segment.MaxUsableID + 1}, "start", "invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStep},
-		{"description of 257 characters", segment.Tag{AppTag: "t", Step: 10, Description: strings.Repeat("é", 257)}, "description", "invalid description: longer than 256 characters", segment.ErrInvalidDescription},
-		{"tag checked before step", segment.Tag{AppTag: "a b", Step: 0}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
+		{"invalid tag", segment.NewTag{AppTag: "a b", Step: 10}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
+		{"empty tag", segment.NewTag{Step: 10}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
+		{"step 0", segment.NewTag{AppTag: "t", Step: 0}, "step", "invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
+		{"step above cap", segment.NewTag{AppTag: "t", Step: 1001}, "step", "invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
+		{"negative start", segment.NewTag{AppTag: "t", Step: 10, Start: new(int64(-1))}, "start", "invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStart},
+		{"start above MaxUsableID", segment.NewTag{AppTag: "t", Step: 10, Start: new(int64(segment.MaxUsableID + 1))}, "start", "invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStep},
+		{"description of 257 characters", segment.NewTag{AppTag: "t", Step: 10, Description: strings.Repeat("é", 257)}, "description", "invalid description: longer than 256 characters", segment.ErrInvalidDescription},
+		{"tag checked before step", segment.NewTag{AppTag: "a b", Step: 0}, "app_tag", "invalid app_tag: must match ^[A-Za-z0-9_.:-]{1,64}$", segment.ErrInvalidTag},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +45,7 @@ func TestCheckNewTagWords(t *testing.T) {
 			}
 		})
 	}
-	got, err := segment.CheckNewTag(segment.Tag{AppTag: "t", Step: 1000, Description: strings.Repeat("é", 256)}, 1000)
+	got, err := segment.CheckNewTag(segment.NewTag{AppTag: "t", Step: 1000, Description: strings.Repeat("é", 256)}, 1000)
 	if err != nil || got.Start != 1 {
 		t.Errorf("valid tag: got %+v, %v; want Start 1 and no error", got, err)
 	}
@@ -56,9 +56,9 @@ func TestCheckNewTagWords(t *testing.T) {
 func TestCreateTagSameWordsAsCheck(t *testing.T) {
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{MaxStep: 500})
-	bad := segment.Tag{AppTag: "t", Step: 501}
+	bad := segment.NewTag{AppTag: "t", Step: 501}
 	_, want := segment.CheckNewTag(bad, 500)
-	err := a.CreateTag(context.Background(), bad)
+	_, err := a.CreateTag(context.Background(), bad)
 	if err == nil || err.Error() != want.Error() || !errors.Is(err, segment.ErrInvalidStep) {
 		t.Errorf("CreateTag = %v, want %v (ErrInvalidStep)", err, want)
 	}

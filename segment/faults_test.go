@@ -108,18 +108,18 @@ func TestCreateTag(t *testing.T) {
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{MaxStep: 1000})
 	cases := []struct {
-		tag  segment.Tag
+		tag  segment.NewTag
 		want error
 	}{
-		{segment.Tag{AppTag: "bad tag", Step: 10}, segment.ErrInvalidTag},
-		{segment.Tag{AppTag: "zero", Step: 0}, segment.ErrInvalidStep},
-		{segment.Tag{AppTag: "big", Step: 1001}, segment.ErrInvalidStep},
-		{segment.Tag{AppTag: "neg", Step: 1, Start: -5}, segment.ErrInvalidStep},
-		{segment.Tag{AppTag: "order", Step: 10, Start: 500}, nil},
-		{segment.Tag{AppTag: "order", Step: 10}, segment.ErrTagExists},
+		{segment.NewTag{AppTag: "bad tag", Step: 10}, segment.ErrInvalidTag},
+		{segment.NewTag{AppTag: "zero", Step: 0}, segment.ErrInvalidStep},
+		{segment.NewTag{AppTag: "big", Step: 1001}, segment.ErrInvalidStep},
+		{segment.NewTag{AppTag: "neg", Step: 1, Start: new(int64(-5))}, segment.ErrInvalidStep},
+		{segment.NewTag{AppTag: "order", Step: 10, Start: new(int64(500))}, nil},
+		{segment.NewTag{AppTag: "order", Step: 10}, segment.ErrTagExists},
 	}
 	for _, c := range cases {
-		if err := a.CreateTag(context.Background(), c.tag); !errors.Is(err, c.want) {
+		if _, err := a.CreateTag(context.Background(), c.tag); !errors.Is(err, c.want) {
 			t.Errorf("CreateTag(%+v): got %v, want %v", c.tag, err, c.want)
 		}
 	}
@@ -150,7 +150,7 @@ func TestStoreFaultsAreUnavailable(t *testing.T) {
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{})
 	st.failing.Store(true)
-	if err := a.CreateTag(context.Background(), segment.Tag{AppTag: "x", Step: 1}); !errors.Is(err, segment.ErrUnavailable) {
+	if _, err := a.CreateTag(context.Background(), segment.NewTag{AppTag: "x", Step: 1}); !errors.Is(err, segment.ErrUnavailable) {
 		t.Errorf("CreateTag with the store down: got %v, want ErrUnavailable", err)
 	}
 }

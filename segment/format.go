@@ -87,43 +87,44 @@ func fixedStartError(length int) *errs.Error {
 		ErrInvalidStart)
 }
 
-// checkNewFormat applies the format's defaults to t (Format "" is
-// sequential, Start 0 is the format's first ID) and checks format, length
-// and start, in that order. t.Step and t.AppTag are checked already.
-func checkNewFormat(t *Tag) error {
+// checkNewFormat checks the format, length and start a client gave (start
+// nil and length 0: not given) in that order, and sets t's Format, Length
+// and Start to them with the format's defaults applied (Format "" is
+// sequential, no start is the format's first ID). t.Step and t.AppTag are
+// checked already.
+func checkNewFormat(t *Tag, start *int64, length int64) error {
 	if t.Format == "" {
 		t.Format = FormatSequential
 	}
+	t.Start = 1
+	if start != nil {
+		t.Start = *start
+	}
 	switch t.Format {
 	case FormatSequential:
-		if t.Length != 0 {
+		if length != 0 {
 			return errLengthSequential
-		}
-		if t.Start == 0 {
-			t.Start = 1
 		}
 		if t.Start < 1 || t.Start > MaxUsableID {
 			return ErrInvalidStart
 		}
 	case FormatFixedLength:
-		if t.Length < 1 || t.Length > MaxLength {
+		if length < 1 || length > MaxLength {
 			return errLengthFixed
 		}
-		if t.Start == 0 {
-			t.Start = 1
-		}
+		t.Length = int(length)
 		if t.Start < 1 || t.Start >= pow10[t.Length] {
 			return fixedStartError(t.Length)
 		}
 		t.Start = max(t.Start, pow10[t.Length-1])
 	case FormatScrambled:
-		if t.Length < MinScrambledLength || t.Length > MaxLength {
+		if length < MinScrambledLength || length > MaxLength {
 			return errLengthScrambled
 		}
-		if t.Start != 0 && t.Start != 1 {
+		t.Length = int(length)
+		if t.Start != 1 {
 			return errStartScrambled
 		}
-		t.Start = 1
 	default:
 		return ErrInvalidFormat
 	}

@@ -21,52 +21,64 @@ func TestCheckNewTagFormats(t *testing.T) {
 	)
 	tests := []struct {
 		name      string
-		tag       segment.Tag
+		tag       segment.NewTag
 		wantStart int64  // when valid
 		wantMsg   string // when refused
 		wantIs    error
 	}{
-		{"sequential by default", segment.Tag{}, 1, "", nil},
-		{"sequential start kept", segment.Tag{Format: segment.FormatSequential, Start: 42}, 42, "", nil},
-		{"sequential with a length", segment.Tag{Length: 6}, 0,
+		{"sequential by default", segment.NewTag{}, 1, "", nil},
+		{"sequential start kept", segment.NewTag{Format: segment.FormatSequential, Start: new(int64(42))}, 42, "", nil},
+		{"sequential with a length", segment.NewTag{Length: 6}, 0,
 			"invalid length: must be absent (or 0) for format sequential; send format fixed_length or scrambled for IDs of a fixed number of digits",
 			segment.ErrInvalidLength},
-		{"unknown format", segment.Tag{Format: "random", Length: 6}, 0,
+		{"unknown format", segment.NewTag{Format: "random", Length: 6}, 0,
 			"invalid format: must be sequential, fixed_length or scrambled", segment.ErrInvalidFormat},
-		{"format in capitals", segment.Tag{Format: "SCRAMBLED", Length: 6}, 0,
+		{"format in capitals", segment.NewTag{Format: "SCRAMBLED", Length: 6}, 0,
 			"invalid format: must be sequential, fixed_length or scrambled", segment.ErrInvalidFormat},
 
-		{"fixed_length starts at 10^(length-1)", segment.Tag{Format: fixed, Length: 6}, 100_000, "", nil},
-		{"fixed_length raises a small start", segment.Tag{Format: fixed, Length: 6, Start: 5}, 100_000, "", nil},
-		{"fixed_length keeps a start of its length", segment.Tag{Format: fixed, Length: 6, Start: 123_456}, 123_456, "", nil},
-		{"fixed_length start at its last number", segment.Tag{Format: fixed, Length: 6, Start: 999_999}, 999_999, "", nil},
-		{"fixed_length of 1 digit", segment.Tag{Format: fixed, Length: 1}, 1, "", nil},
-		{"fixed_length of 18 digits", segment.Tag{Format: fixed, Length: 18}, 100_000_000_000_000_000, "", nil},
-		{"fixed_length start of length+1 digits", segment.Tag{Format: fixed, Length: 6, Start: 1_000_000}, 0,
+		{"fixed_length starts at 10^(length-1)", segment.NewTag{Format: fixed, Length: 6}, 100_000, "", nil},
+		{"fixed_length raises a small start", segment.NewTag{Format: fixed, Length: 6, Start: new(int64(5))}, 100_000, "", nil},
+		{"fixed_length keeps a start of its length", segment.NewTag{Format: fixed, Length: 6, Start: new(int64(123_456))}, 123_456, "", nil},
+		{"fixed_length start at its last number", segment.NewTag{Format: fixed, Length: 6, Start: new(int64(999_999))}, 999_999, "", nil},
+		{"fixed_length of 1 digit", segment.NewTag{Format: fixed, Length: 1}, 1, "", nil},
+		{"fixed_length of 18 digits", segment.NewTag{Format: fixed, Length: 18}, 100_000_000_000_000_000, "", nil},
+		{"fixed_length start of length+1 digits", segment.NewTag{Format: fixed, Length: 6, Start: new(int64(1_000_000))}, 0,
 			"invalid start: must be from 1 to 999999 for format fixed_length with length 6", segment.ErrInvalidStart},
-		{"fixed_length negative start", segment.Tag{Format: fixed, Length: 6, Start: -1}, 0,
+		{"fixed_length negative start", segment.NewTag{Format: fixed, Length: 6, Start: new(int64(-1))}, 0,
 			"invalid start: must be from 1 to 999999 for format fixed_length with length 6", segment.ErrInvalidStart},
-		{"fixed_length without length", segment.Tag{Format: fixed}, 0,
+		{"fixed_length without length", segment.NewTag{Format: fixed}, 0,
 			"invalid length: must be from 1 to 18 for format fixed_length", segment.ErrInvalidLength},
-		{"fixed_length of 19 digits", segment.Tag{Format: fixed, Length: 19}, 0,
+		{"fixed_length of 19 digits", segment.NewTag{Format: fixed, Length: 19}, 0,
 			"invalid length: must be from 1 to 18 for format fixed_length", segment.ErrInvalidLength},
 
-		{"scrambled of 6 digits", segment.Tag{Format: scrambled, Length: 6}, 1, "", nil},
-		{"scrambled of 18 digits with start 1", segment.Tag{Format: scrambled, Length: 18, Start: 1}, 1, "", nil},
-		{"scrambled of 5 digits", segment.Tag{Format: scrambled, Length: 5}, 0,
+		{"scrambled of 6 digits", segment.NewTag{Format: scrambled, Length: 6}, 1, "", nil},
+		{"scrambled of 18 digits with start 1", segment.NewTag{Format: scrambled, Length: 18, Start: new(int64(1))}, 1, "", nil},
+		{"scrambled of 5 digits", segment.NewTag{Format: scrambled, Length: 5}, 0,
 			"invalid length: must be from 6 to 18 for format scrambled", segment.ErrInvalidLength},
-		{"scrambled of 19 digits", segment.Tag{Format: scrambled, Length: 19}, 0,
+		{"scrambled of 19 digits", segment.NewTag{Format: scrambled, Length: 19}, 0,
 			"invalid length: must be from 6 to 18 for format scrambled", segment.ErrInvalidLength},
-		{"scrambled with a start", segment.Tag{Format: scrambled, Length: 8, Start: 1000}, 0,
+		{"scrambled with a start", segment.NewTag{Format: scrambled, Length: 8, Start: new(int64(1000))}, 0,
 			"invalid start: must be absent (or 1) for format scrambled: its IDs follow no order, so there is no first one to choose",
 			segment.ErrInvalidStart},
 
-		{"step checked before format", segment.Tag{Step: -1, Format: "random"}, 0,
+		{"step checked before format", segment.NewTag{Step: -1, Format: "random"}, 0,
 			"invalid step: must be from 1 to 1000", segment.ErrInvalidStep},
-		{"format checked before description", segment.Tag{Format: "random", Description: string(make([]byte, 300))}, 0,
+		{"format checked before description", segment.NewTag{Format: "random", Description: string(make([]byte, 300))}, 0,
 			"invalid format: must be sequential, fixed_length or scrambled", segment.ErrInvalidFormat},
-		{"length checked before start", segment.Tag{Format: fixed, Length: 0, Start: -5}, 0,
+		{"length checked before start", segment.NewTag{Format: fixed, Length: 0, Start: new(int64(-5))}, 0,
 			"invalid length: must be from 1 to 18 for format fixed_length", segment.ErrInvalidLength},
+		{"length beyond an int", segment.NewTag{Format: fixed, Length: 1 << 40}, 0,
+			"invalid length: must be from 1 to 18 for format fixed_length", segment.ErrInvalidLength},
+
+		// A start given as 0 is a start below the first ID, not "not
+		// given" (nil is): each format refuses it in its own words.
+		{"sequential start 0 given", segment.NewTag{Start: new(int64(0))}, 0,
+			"invalid start: must be from 1 to 9223372032559808511", segment.ErrInvalidStart},
+		{"fixed_length start 0 given", segment.NewTag{Format: fixed, Length: 6, Start: new(int64(0))}, 0,
+			"invalid start: must be from 1 to 999999 for format fixed_length with length 6", segment.ErrInvalidStart},
+		{"scrambled start 0 given", segment.NewTag{Format: scrambled, Length: 8, Start: new(int64(0))}, 0,
+			"invalid start: must be absent (or 1) for format scrambled: its IDs follow no order, so there is no first one to choose",
+			segment.ErrInvalidStart},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +108,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{Now: clock.Now})
 	// Step 4 from 990: the last segment (998, 1001] passes 999 and is cut.
-	if err := a.CreateTag(ctx, segment.Tag{AppTag: "f", Step: 4, Start: 990, Format: segment.FormatFixedLength, Length: 3}); err != nil {
+	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "f", Step: 4, Start: new(int64(990)), Format: segment.FormatFixedLength, Length: 3}); err != nil {
 		t.Fatal(err)
 	}
 	var got []int64
@@ -146,7 +158,7 @@ func TestFixedLengthBatchAndGiveBackAtTheEnd(t *testing.T) {
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{})
 	// One digit: 1 to 9. The first segment, (0, 100], is cut to 9.
-	if err := a.CreateTag(ctx, segment.Tag{AppTag: "d", Step: 100, Format: segment.FormatFixedLength, Length: 1}); err != nil {
+	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "d", Step: 100, Format: segment.FormatFixedLength, Length: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ids := make([]int64, 5)

@@ -22,7 +22,7 @@ func scrambledAllocator(t *testing.T, length int, step int64, cfg segment.Config
 		cfg.MaxStep = step
 	}
 	a := newAllocator(t, st, cfg)
-	if err := a.CreateTag(context.Background(), segment.Tag{AppTag: "s", Step: step, Format: segment.FormatScrambled, Length: length}); err != nil {
+	if _, err := a.CreateTag(context.Background(), segment.NewTag{AppTag: "s", Step: step, Format: segment.FormatScrambled, Length: int64(length)}); err != nil {
 		t.Fatal(err)
 	}
 	return a, st, storedPermutation(t, st, "s")
@@ -183,8 +183,8 @@ func TestScrambledKeyStaysInTheStore(t *testing.T) {
 	st := newFakeStore()
 	key := bytes.Repeat([]byte{0xA5}, scramble.KeySize)
 	a := newAllocator(t, st, segment.Config{Rand: bytes.NewReader(slices.Concat(key, key[:5]))})
-	if err := a.CreateTag(ctx, segment.Tag{AppTag: "s", Step: 10, Format: segment.FormatScrambled, Length: 12,
-		FormatKey: []byte("ignored, the allocator makes the key")}); err != nil {
+	// NewTag has no key to give: the allocator makes it.
+	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "s", Step: 10, Format: segment.FormatScrambled, Length: 12}); err != nil {
 		t.Fatal(err)
 	}
 	st.mu.Lock()
@@ -194,7 +194,7 @@ func TestScrambledKeyStaysInTheStore(t *testing.T) {
 		t.Errorf("stored key %x, want the %d bytes read from Config.Rand", stored, scramble.KeySize)
 	}
 	// The reader has 5 bytes left: too few for another key.
-	err := a.CreateTag(ctx, segment.Tag{AppTag: "s2", Step: 10, Format: segment.FormatScrambled, Length: 12})
+	_, err := a.CreateTag(ctx, segment.NewTag{AppTag: "s2", Step: 10, Format: segment.FormatScrambled, Length: 12})
 	if !errors.Is(err, segment.ErrUnavailable) {
 		t.Errorf("CreateTag without randomness = %v, want ErrUnavailable", err)
 	}
@@ -217,7 +217,7 @@ func TestScrambledKeyStaysInTheStore(t *testing.T) {
 	}
 	// Another tag, another key: same sequence, other IDs.
 	b := newAllocator(t, st, segment.Config{})
-	if err := b.CreateTag(ctx, segment.Tag{AppTag: "s3", Step: 10, Format: segment.FormatScrambled, Length: 12}); err != nil {
+	if _, err := b.CreateTag(ctx, segment.NewTag{AppTag: "s3", Step: 10, Format: segment.FormatScrambled, Length: 12}); err != nil {
 		t.Fatal(err)
 	}
 	x, err1 := b.Next(ctx, "s")

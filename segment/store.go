@@ -56,9 +56,9 @@ type Tag struct {
 	MaxID  int64
 	Step   int64
 
-	// Start is the tag's first ID: given to CreateTag (0 means the
-	// format's first, see CheckNewTag) and read back by Tags as it was
-	// stored; 0 from Tags means unknown (a row made before the store
+	// Start is the tag's first ID: given to Store.CreateTag (0 means 1;
+	// the Allocator always gives it, resolved by CheckNewTag) and read
+	// back by Tags as it was stored; 0 from Tags means unknown (a row made before the store
 	// recorded starts). For a scrambled tag it is 1, the first number of
 	// the sequence the permutation maps.
 	Start int64

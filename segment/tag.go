@@ -48,12 +48,33 @@ func ValidTag(s string) bool {
 	return true
 }
 
-// CheckNewTag applies a new tag's defaults to t and checks every field as
+// NewTag is a tag as a client asks for it, before the defaults: what
+// Allocator.CreateTag and CheckNewTag take. What a client may leave out
+// is said explicitly, so no front end has to stand in for a value it was
+// not sent: Start nil, Format "" and Length 0 are "not given".
+type NewTag struct {
+	AppTag string
+	Step   int64
+	// Start is the tag's first ID, nil when not given: the format's
+	// first ID. A given start is checked as given: 0 is below every
+	// format's first ID, so it is refused as the start it is.
+	Start       *int64
+	Description string
+	// Format is "" when not given: sequential.
+	Format Format
+	// Length is the digit count of a fixed_length or scrambled tag, 0
+	// when not given. It is an int64 so that a front end hands over any
+	// integer it read; the range is checked here.
+	Length int64
+}
+
+// CheckNewTag applies a new tag's defaults to n and checks every field as
 // Allocator.CreateTag does, with maxStep the cap of Step. Defaults: Format
-// "" is sequential; Start 0 is the format's first ID (1; for fixed_length
+// "" is sequential; Start nil is the format's first ID (1; for fixed_length
 // 10^(Length−1), which a smaller Start is raised to as well; scrambled
-// takes no other start). It returns t as it is to be stored, or an *errs.Error
-// of KindInvalid for the first field at fault, in the order app_tag, step,
+// takes no other start). It returns the tag as it is to be stored (AppTag,
+// Step, Start, Description, Format, Length; no MaxID, time or key), or an
+// *errs.Error of KindInvalid for the first field at fault, in the order app_tag, step,
 // format, length, start, description: ErrInvalidTag; an error naming the
 // cap that is also ErrInvalidStep; ErrInvalidFormat; an error naming the
 // format's range that is also ErrInvalidLength (sequential takes no
@@ -67,8 +88,8 @@ func ValidTag(s string) bool {
 //
 // Every rule a new tag must meet lives here, so that HTTP and RESP refuse
 // the same tags in the same words.
-func CheckNewTag(t Tag, maxStep int64) (Tag, error) {
-	return checkNewTag(t, maxStep, nil)
+func CheckNewTag(n NewTag, maxStep int64) (Tag, error) {
+	return checkNewTag(n, maxStep, nil)
 }
 
 // stepError is the error for a step outside [1, maxStep].
@@ -78,24 +99,25 @@ func stepError(maxStep int64) *errs.Error {
 
 // checkNewTag is CheckNewTag with the step error made ahead, as the
 // Allocator does in New; nil makes it here.
-func checkNewTag(t Tag, maxStep int64, errStep *errs.Error) (Tag, error) {
+func checkNewTag(n NewTag, maxStep int64, errStep *errs.Error) (Tag, error) {
 	switch {
-	case !ValidTag(t.AppTag):
-		return t, ErrInvalidTag
-	case t.Step < 1 || t.Step > maxStep:
+	case !ValidTag(n.AppTag):
+		return Tag{}, ErrInvalidTag
+	case n.Step < 1 || n.Step > maxStep:
 		if errStep == nil {
 			errStep = stepError(maxStep)
 		}
-		return t, errStep
+		return Tag{}, errStep
 	}
-	if err := checkNewFormat(&t); err != nil {
-		return t, err
+	t := Tag{AppTag: n.AppTag, Step: n.Step, Description: n.Description, Format: n.Format}
+	if err := checkNewFormat(&t, n.Start, n.Length); err != nil {
+		return Tag{}, err
 	}
 	switch {
 	case utf8.RuneCountInString(t.Description) > MaxDescription:
-		return t, ErrInvalidDescription
+		return Tag{}, ErrInvalidDescription
 	case !isText(t.Description):
-		return t, ErrDescriptionNotText
+		return Tag{}, ErrDescriptionNotText
 	}
 	return t, nil
 }
@@ -124,32 +146,34 @@ func isText(s string) bool {
 func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 
 // CreateTag adds a tag to the store and serves it at once, in its format.
-// The defaults are CheckNewTag's; t.FormatKey is ignored: a scrambled tag
-// gets a new key of scramble.KeySize bytes from Config.Rand, which goes to
-// the store and nowhere else. Errors: those of CheckNewTag with
+// The defaults are CheckNewTag's; a scrambled tag gets a new key of
+// scramble.KeySize bytes from Config.Rand, which goes to the store and
+// nowhere else. It returns the tag as stored, as Tags lists it (its start,
+// format and length resolved, MaxID Start−1, no key), so that a front end
+// answers and logs what was made without applying a rule itself.
+// Errors: those of CheckNewTag with
 // Config.MaxStep (ErrInvalidTag, ErrInvalidStep naming the cap,
 // ErrInvalidFormat, ErrInvalidLength, ErrInvalidStart,
 // ErrInvalidDescription, ErrDescriptionNotText), ErrTagExists,
 // ErrFormatUnsupported (the store cannot keep formats yet; its words say
 // how to upgrade it), ErrUnavailable (a store fault, or no key could be
 // made).
-func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
-	t, err := checkNewTag(t, a.cfg.MaxStep, a.errStep)
+func (a *Allocator) CreateTag(ctx context.Context, n NewTag) (Tag, error) {
+	t, err := checkNewTag(n, a.cfg.MaxStep, a.errStep)
 	if err != nil {
-		return err
+		return Tag{}, err
 	}
-	t.FormatKey = nil
 	if t.Format == FormatScrambled {
 		t.FormatKey = make([]byte, scramble.KeySize)
 		if _, err := io.ReadFull(a.cfg.Rand, t.FormatKey); err != nil {
-			return fmt.Errorf("%w: make the scrambled key: %w", ErrUnavailable, err)
+			return Tag{}, fmt.Errorf("%w: make the scrambled key: %w", ErrUnavailable, err)
 		}
 	}
 	if err := a.store.CreateTag(ctx, t); err != nil {
 		if _, ok := errors.AsType[*errs.Error](err); ok {
-			return err // the store's refusal, in the domain's words
+			return Tag{}, err // the store's refusal, in the domain's words
 		}
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return Tag{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	t.MaxID, t.UpdateTime = t.Start-1, a.now()
 	a.tagsMu.Lock()
@@ -157,7 +181,7 @@ func (a *Allocator) CreateTag(ctx context.Context, t Tag) error {
 	a.addTagsLocked([]Tag{t})
 	t.FormatKey = nil
 	a.addRowLocked(t)
-	return nil
+	return t, nil
 }
 
 // addRowLocked inserts t into rows in order, replacing a row of the same

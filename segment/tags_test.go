@@ -36,7 +36,7 @@ func TestTagsFromReload(t *testing.T) {
 		t.Errorf("Tags() = %+v, want %+v", got, want)
 	}
 
-	if err := a.CreateTag(ctx, segment.Tag{AppTag: "ab", Step: 5, Start: 100, Description: "new"}); err != nil {
+	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "ab", Step: 5, Start: new(int64(100)), Description: "new"}); err != nil {
 		t.Fatal(err)
 	}
 	got = a.Tags()
@@ -81,4 +81,36 @@ func tagNames(tags []segment.Tag) string {
 		names[i] = t.AppTag
 	}
 	return strings.Join(names, " ")
+}
+
+// TestCreateTagReturnsStored: CreateTag answers the tag as stored, its
+// defaults applied, so that no front end applies a rule to learn it.
+func TestCreateTagReturnsStored(t *testing.T) {
+	ctx := context.Background()
+	st := newFakeStore()
+	a := newAllocator(t, st, segment.Config{})
+	tests := []struct {
+		tag  segment.NewTag
+		want segment.Tag
+	}{
+		{segment.NewTag{AppTag: "seq", Step: 5, Description: "d"},
+			segment.Tag{AppTag: "seq", Step: 5, Description: "d", Start: 1, Format: segment.FormatSequential}},
+		{segment.NewTag{AppTag: "fix", Step: 5, Start: new(int64(7)), Format: segment.FormatFixedLength, Length: 4},
+			segment.Tag{AppTag: "fix", Step: 5, Start: 1000, MaxID: 999, Format: segment.FormatFixedLength, Length: 4}},
+		{segment.NewTag{AppTag: "scr", Step: 5, Format: segment.FormatScrambled, Length: 8},
+			segment.Tag{AppTag: "scr", Step: 5, Start: 1, Format: segment.FormatScrambled, Length: 8}},
+	}
+	for _, tt := range tests {
+		got, err := a.CreateTag(ctx, tt.tag)
+		if err != nil {
+			t.Fatalf("CreateTag(%+v): %v", tt.tag, err)
+		}
+		if got.UpdateTime.IsZero() {
+			t.Errorf("CreateTag(%+v) UpdateTime is zero, want the time of creation", tt.tag)
+		}
+		got.UpdateTime = time.Time{}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("CreateTag(%+v) = %+v, want %+v", tt.tag, got, tt.want)
+		}
+	}
 }

@@ -48,7 +48,7 @@ func TestDescriptionMustBeText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tag := segment.Tag{AppTag: "t", Step: 10, Description: tt.desc}
+			tag := segment.NewTag{AppTag: "t", Step: 10, Description: tt.desc}
 			_, err := segment.CheckNewTag(tag, 1000)
 			if tt.ok {
 				if err != nil {
@@ -61,7 +61,8 @@ func TestDescriptionMustBeText(t *testing.T) {
 			st := newFakeStore()
 			a := newAllocator(t, st, segment.Config{MaxStep: 1000})
 			st.failing.Store(true)
-			checkNotText(t, "CreateTag", a.CreateTag(context.Background(), tag), notText)
+			_, err = a.CreateTag(context.Background(), tag)
+			checkNotText(t, "CreateTag", err, notText)
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			if _, ok := st.rows["t"]; ok {
@@ -99,17 +100,17 @@ func checkNotText(tb testing.TB, call string, err error, want string) {
 func TestTextFieldsNotUTF8(t *testing.T) {
 	tests := []struct {
 		name   string
-		tag    segment.Tag
+		tag    segment.NewTag
 		wantIs error
 	}{
-		{"app_tag", segment.Tag{AppTag: "ok\xc3", Step: 10}, segment.ErrInvalidTag},
-		{"format", segment.Tag{AppTag: "t", Step: 10, Format: "sequential\xc3"}, segment.ErrInvalidFormat},
-		{"app_tag before description", segment.Tag{AppTag: "\xff", Step: 10, Description: "\xff"}, segment.ErrInvalidTag},
-		{"step before description", segment.Tag{AppTag: "t", Description: "\xff"}, segment.ErrInvalidStep},
-		{"format before description", segment.Tag{AppTag: "t", Step: 10, Format: "random", Description: "\xff"}, segment.ErrInvalidFormat},
-		{"length before description", segment.Tag{AppTag: "t", Step: 10, Length: 6, Description: "\xff"}, segment.ErrInvalidLength},
-		{"start before description", segment.Tag{AppTag: "t", Step: 10, Start: -1, Description: "\xff"}, segment.ErrInvalidStart},
-		{"length of description before its text", segment.Tag{AppTag: "t", Step: 10, Description: strings.Repeat("\x00", segment.MaxDescription+1)},
+		{"app_tag", segment.NewTag{AppTag: "ok\xc3", Step: 10}, segment.ErrInvalidTag},
+		{"format", segment.NewTag{AppTag: "t", Step: 10, Format: "sequential\xc3"}, segment.ErrInvalidFormat},
+		{"app_tag before description", segment.NewTag{AppTag: "\xff", Step: 10, Description: "\xff"}, segment.ErrInvalidTag},
+		{"step before description", segment.NewTag{AppTag: "t", Description: "\xff"}, segment.ErrInvalidStep},
+		{"format before description", segment.NewTag{AppTag: "t", Step: 10, Format: "random", Description: "\xff"}, segment.ErrInvalidFormat},
+		{"length before description", segment.NewTag{AppTag: "t", Step: 10, Length: 6, Description: "\xff"}, segment.ErrInvalidLength},
+		{"start before description", segment.NewTag{AppTag: "t", Step: 10, Start: new(int64(-1)), Description: "\xff"}, segment.ErrInvalidStart},
+		{"length of description before its text", segment.NewTag{AppTag: "t", Step: 10, Description: strings.Repeat("\x00", segment.MaxDescription+1)},
 			segment.ErrInvalidDescription},
 	}
 	for _, tt := range tests {

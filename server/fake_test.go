@@ -138,23 +138,23 @@ func (f *fakeSegments) Tags() []segment.Tag {
 	return out
 }
 
-func (f *fakeSegments) CreateTag(ctx context.Context, t segment.Tag) error {
-	f.record("CreateTag " + t.AppTag)
+func (f *fakeSegments) CreateTag(ctx context.Context, nt segment.NewTag) (segment.Tag, error) {
+	f.record("CreateTag " + nt.AppTag)
 	if f.err != nil {
-		return f.err
+		return segment.Tag{}, f.err
 	}
-	t, err := segment.CheckNewTag(t, segment.DefaultMaxStep)
+	t, err := segment.CheckNewTag(nt, segment.DefaultMaxStep)
 	if err != nil {
-		return err
+		return segment.Tag{}, err
 	}
 	f.tagsMu.Lock()
 	defer f.tagsMu.Unlock()
 	if _, ok := f.tags[t.AppTag]; ok {
-		return segment.ErrTagExists
+		return segment.Tag{}, segment.ErrTagExists
 	}
 	t.MaxID = t.Start - 1
 	f.tags[t.AppTag] = t
-	return nil
+	return t, nil
 }
 
 // fakePinger answers Ping with whatever error was last set.

@@ -89,8 +89,9 @@ func spelledOddly(s string) bool {
 var errCountSpelling = badParam("count", "write it in decimal digits alone, without a sign, spaces or leading zeros ('+' in a query string also reads as a space)")
 
 // countParam reads the optional count of a batch: absent is 0, otherwise an
-// integer from 1 to limit, in decimal digits alone.
-func countParam(raw string, limit int, invalid error) (int, error) {
+// integer in decimal digits alone, which limit (the domain's rule and
+// words) must allow.
+func countParam(raw string, limit segment.CountLimit) (int, error) {
 	v, found, err := queryParam(raw, "count")
 	if !found || err != nil {
 		return 0, err
@@ -99,8 +100,11 @@ func countParam(raw string, limit int, invalid error) (int, error) {
 		return 0, errCountSpelling
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > limit {
-		return 0, invalid
+	if err != nil {
+		return 0, limit.Err()
+	}
+	if err := limit.Check(n); err != nil {
+		return 0, err
 	}
 	return n, nil
 }

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/idalloc/idalloc/segment"
 )
 
 func TestQueryParam(t *testing.T) {
@@ -108,7 +110,8 @@ func TestDuplicateKey(t *testing.T) {
 }
 
 func TestCountParam(t *testing.T) {
-	invalid := badParam("count", "must be an integer from 1 to 10")
+	limit := segment.NewCountLimit(10)
+	invalid := limit.Err()
 	tests := []struct {
 		raw     string
 		want    int
@@ -136,14 +139,14 @@ func TestCountParam(t *testing.T) {
 		{"count=1_0", 0, invalid},
 	}
 	for _, tt := range tests {
-		got, err := countParam(tt.raw, 10, invalid)
+		got, err := countParam(tt.raw, limit)
 		if got != tt.want || err != tt.wantErr {
 			t.Errorf("countParam(%q) = %d, %v; want %d, %v", tt.raw, got, err, tt.want, tt.wantErr)
 		}
 	}
 	// Given twice, whatever the values: the error names count.
 	for _, raw := range []string{"count=5&count=2000", "count=5&count=5", "count=5&count=abc", "count=5&count"} {
-		if _, err := countParam(raw, 10, invalid); err == nil || !strings.HasPrefix(err.Error(), "invalid count: given more than once") {
+		if _, err := countParam(raw, limit); err == nil || !strings.HasPrefix(err.Error(), "invalid count: given more than once") {
 			t.Errorf("countParam(%q): got %v, want count given more than once", raw, err)
 		}
 	}

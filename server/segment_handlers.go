@@ -28,7 +28,7 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	n, err := countParam(raw, s.maxBatch, s.errBadCount)
+	n, err := countParam(raw, s.count)
 	if err != nil {
 		return s.fail(w, r, err)
 	}
@@ -117,18 +117,15 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 
 // handleCreateTag serves POST /tags (admin).
 func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
-	t, err := s.readTag(w, r)
+	nt, err := s.readTag(w, r)
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	if err := s.seg.CreateTag(r.Context(), t); err != nil {
+	// t is the tag as stored: the domain's defaults applied (the format,
+	// a fixed_length start raised to its first ID).
+	t, err := s.seg.CreateTag(r.Context(), nt)
+	if err != nil {
 		return s.fail(w, r, err)
-	}
-	// The tag as stored: the domain's defaults applied (the format, a
-	// fixed_length start raised to its first ID). It was just accepted, so
-	// the check passes whatever cap it is given.
-	if stored, err := segment.CheckNewTag(t, t.Step); err == nil {
-		t = stored
 	}
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
 		"format", string(t.Format), "length", t.Length)
@@ -143,59 +140,53 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 	}{success, t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length})
 }
 
-// readTag reads POST /tags' body: app_tag and step are required, start
-// defaults to 1, format to sequential, length to none. Only the JSON is
-// checked here; the tag's rules and their words are the allocator's
+// readTag reads POST /tags' body: app_tag and step are required; start,
+// description, format and length are optional, and what is not sent is
+// left "not given" for the allocator's defaults. Only the JSON is checked
+// here; the tag's rules and their words are the allocator's
 // (segment.CheckNewTag).
-func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.Tag, error) {
+func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.NewTag, error) {
 	o, err := readObject(w, r, "app_tag", "step", "start", "description", "format", "length")
 	if err != nil {
-		return segment.Tag{}, err
+		return segment.NewTag{}, err
 	}
 	tag, ok, err := o.string("app_tag")
 	switch {
 	case err != nil:
-		return segment.Tag{}, err
+		return segment.NewTag{}, err
 	case !ok:
-		return segment.Tag{}, errMissingTag
+		return segment.NewTag{}, errMissingTag
 	}
 	step, ok, err := o.int64("step")
 	switch {
 	case err != nil:
-		return segment.Tag{}, err
+		return segment.NewTag{}, err
 	case !ok:
-		return segment.Tag{}, missingParam("step")
+		return segment.NewTag{}, missingParam("step")
 	}
-	start, ok, err := o.int64("start")
-	switch {
+	var start *int64
+	switch v, ok, err := o.int64("start"); {
 	case err != nil:
-		return segment.Tag{}, err
-	case !ok:
-		start = 1
-	case start == 0:
-		// The allocator reads Start 0 as "not given"; a client that wrote
-		// 0 asked for an ID below the first, which no tag has.
-		return segment.Tag{}, segment.ErrInvalidStart
+		return segment.NewTag{}, err
+	case ok:
+		start = &v
 	}
 	desc, _, err := o.string("description")
 	if err != nil {
-		return segment.Tag{}, err
+		return segment.NewTag{}, err
 	}
 	if !jsonText(o["description"]) {
 		// Decoded, it would pass as text with U+FFFD in it.
-		return segment.Tag{}, segment.ErrDescriptionNotText
+		return segment.NewTag{}, segment.ErrDescriptionNotText
 	}
 	format, _, err := o.string("format")
 	if err != nil {
-		return segment.Tag{}, err
+		return segment.NewTag{}, err
 	}
 	length, _, err := o.int64("length")
 	if err != nil {
-		return segment.Tag{}, err
+		return segment.NewTag{}, err
 	}
-	// Any length outside [-1, 100] is as invalid as -1 or 100 are, and
-	// fits an int on every platform.
-	length = min(max(length, -1), 100)
-	return segment.Tag{AppTag: tag, Step: step, Start: start, Description: desc,
-		Format: segment.Format(format), Length: int(length)}, nil
+	return segment.NewTag{AppTag: tag, Step: step, Start: start, Description: desc,
+		Format: segment.Format(format), Length: length}, nil
 }

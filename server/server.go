@@ -41,7 +41,6 @@ import (
 
 // Defaults for zero Config fields.
 const (
-	DefaultMaxBatch       = 1000
 	DefaultHealthInterval = 2 * time.Second
 )
 
@@ -75,7 +74,7 @@ type Segments interface {
 	// Tags lists the tags as of the last tag-list reload, without asking the
 	// store; the slice is shared and must not be modified.
 	Tags() []segment.Tag
-	CreateTag(ctx context.Context, t segment.Tag) error
+	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
 }
 
 // Pinger reports whether the store answers; /health asks it in the background.
@@ -106,7 +105,8 @@ type Config struct {
 	// marks as coming from another origin (Origin, Sec-Fetch-Site) is
 	// refused.
 	AdminToken string
-	// MaxBatch is the largest count of /alloc and /snowflake; 0 means 1000.
+	// MaxBatch is the largest count of /alloc and /snowflake; 0 means
+	// segment.DefaultMaxBatch.
 	MaxBatch int
 	// HealthInterval is how often the store is pinged for /health; 0 means 2s.
 	HealthInterval time.Duration
@@ -139,12 +139,11 @@ type Server struct {
 	handler  http.Handler
 
 	adminToken     string
-	maxBatch       int
+	count          segment.CountLimit // of /alloc and /snowflake
 	healthInterval time.Duration
 	connState      func(net.Conn, http.ConnState)
 
-	idsPool     sync.Pool // *[]int64 of len maxBatch
-	errBadCount error
+	idsPool sync.Pool // *[]int64 of len count.Max()
 
 	storeOK   atomic.Bool
 	draining  atomic.Bool
@@ -185,7 +184,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:            cfg.Logger,
 		connState:      cfg.ConnState,
 		adminToken:     cfg.AdminToken,
-		maxBatch:       orDefault(cfg.MaxBatch, DefaultMaxBatch),
+		count:          segment.NewCountLimit(cfg.MaxBatch),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
 		clockBase:      time.Now(),
 	}
@@ -204,9 +203,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, errors.New("server: Config.Metrics and Config.Gatherer go together: set both or neither")
 	}
 	s.metrics.watch(s.seg, s.flake != nil, s.own)
-	s.errBadCount = badParam("count", fmt.Sprintf("must be an integer from 1 to %d", s.maxBatch))
 	s.idsPool.New = func() any {
-		ids := make([]int64, s.maxBatch)
+		ids := make([]int64, s.count.Max())
 		return &ids
 	}
 	var prefix [4]byte

@@ -24,7 +24,7 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
 	if s.flake == nil {
 		return s.fail(w, r, errNoSnowflake)
 	}
-	n, err := countParam(r.URL.RawQuery, s.maxBatch, s.errBadCount)
+	n, err := countParam(r.URL.RawQuery, s.count)
 	if err != nil {
 		return s.fail(w, r, err)
 	}

@@ -98,7 +98,8 @@ func TestMySQLBeforeFormatColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(ctx)
-	e, ok := errs.Describe(a.CreateTag(ctx, segment.Tag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 8}))
+	_, err = a.CreateTag(ctx, segment.NewTag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 8})
+	e, ok := errs.Describe(err)
 	if !ok {
 		t.Fatalf("Allocator.CreateTag(fixed_length): no refusal")
 	}

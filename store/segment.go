@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -149,12 +148,12 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 
 // CreateTag inserts a row whose first fetched number is t.Start (0 means
 // 1), recorded as its start, with t's format, length and key (Format ""
-// is sequential). It refuses, with the segment package's errors and
-// words, what no row may hold: segment.ErrInvalidTag,
-// segment.ErrInvalidStep (a step below 1), segment.ErrInvalidStart (a
-// start below 1), segment.ErrInvalidDescription (longer than the column),
-// what segment.CheckFormat refuses (a format, length or key the allocator
-// cannot serve); segment.ErrTagExists; and segment.ErrFormatUnsupported
+// is sequential); t.MaxID is not read. It refuses what no row may hold
+// with segment.CheckRow's errors and words (segment.ErrInvalidTag,
+// segment.ErrInvalidStep for a step below 1, segment.ErrInvalidStart for
+// a start below 1, segment.ErrInvalidDescription for one longer than the
+// column, and what segment.CheckFormat refuses: a format, length or key
+// the allocator cannot serve); segment.ErrTagExists; and segment.ErrFormatUnsupported
 // for a fixed_length or scrambled tag on a MySQL table without the format
 // columns, naming the ALTER TABLE that adds them. On a table without the
 // start column the row's start is left unknown. The allocator's limits
@@ -166,20 +165,9 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	if start == 0 {
 		start = 1
 	}
-	var refused error
-	switch {
-	case !segment.ValidTag(t.AppTag):
-		refused = segment.ErrInvalidTag
-	case t.Step < 1:
-		refused = segment.ErrInvalidStep
-	case start < 1:
-		refused = segment.ErrInvalidStart
-	case utf8.RuneCountInString(t.Description) > segment.MaxDescription:
-		refused = segment.ErrInvalidDescription
-	default:
-		refused = segment.CheckFormat(t)
-	}
-	if refused != nil {
+	row := t
+	row.Start, row.MaxID = start, start-1
+	if refused := segment.CheckRow(row); refused != nil {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, refused)
 	}
 	missing, err := d.missingColumns(ctx)

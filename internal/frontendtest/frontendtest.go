@@ -241,8 +241,13 @@ func (c Case) Call(ctx context.Context, d Domain) error {
 		_, err := d.Segments.Buffered(c.Tag)
 		return err
 	case CreateTag:
-		return d.Segments.CreateTag(ctx, segment.Tag{AppTag: c.Tag, Step: c.Step, Start: c.Start, Description: c.Description,
-			Format: segment.Format(c.Format), Length: c.Length})
+		var start *int64 // Start 0: not sent
+		if c.Start != 0 {
+			start = &c.Start
+		}
+		_, err := d.Segments.CreateTag(ctx, segment.NewTag{AppTag: c.Tag, Step: c.Step, Start: start, Description: c.Description,
+			Format: segment.Format(c.Format), Length: int64(c.Length)})
+		return err
 	case Acquire:
 		_, err := d.Leases.Acquire(ctx, c.Cluster, "frontendtest")
 		return err
