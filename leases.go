@@ -67,8 +67,9 @@ func (ls leaseStore) warnPersistence(ctx context.Context, log *slog.Logger) {
 
 // snowflakeParts builds the worker-lease service (always: other processes
 // lease worker IDs through it) and, when snowflake mode is on, this
-// instance's keeper and the source that fences each ID by its session.
-func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, onDriftWait func(time.Duration)) (*workerlease.Service, *workerlease.Keeper, *leased.Source, error) {
+// instance's keeper and the source that fences each ID by its session,
+// whose generators tell obs of the IDs they issue and the drifts they meet.
+func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, obs snowflake.Observer) (*workerlease.Service, *workerlease.Keeper, *leased.Source, error) {
 	sf := cfg.Snowflake
 	// Validated once, here, with the 10-year rule of a new deployment
 	// (config.go refused a bad one by key already); every generator built
@@ -100,7 +101,7 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, onDriftWait f
 	}
 	source, err := leased.New(keeper, layout, snowflake.Settings{
 		DisableRandomStart: !cfg.randomStart,
-		MaxDriftBlock:      cfg.driftBlock, MaxDriftError: cfg.driftError, OnDriftWait: onDriftWait,
+		MaxDriftBlock:      cfg.driftBlock, MaxDriftError: cfg.driftError, Observer: obs,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -192,7 +192,7 @@ func run(args []string) error {
 	}
 	defer closeLeaseStore()
 	leaseStore.warnPersistence(ctx, log)
-	leases, keeper, source, err := snowflakeParts(leaseStore, cfg, log, metrics.DriftWaited)
+	leases, keeper, source, err := snowflakeParts(leaseStore, cfg, log, metrics)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,6 @@ func run(args []string) error {
 			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout,
 			MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
 			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
-			OnSnowflake: metrics.SnowflakeServed,
 		}, respDeps)
 		if err != nil {
 			return err

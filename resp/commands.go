@@ -305,10 +305,8 @@ func (s *Server) snowflake(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) == 1 {
 		id, err := s.flake.Next()
 		if err != nil {
-			s.onFlake(0, err)
 			return err
 		}
-		s.onFlake(1, nil)
 		c.WriteBulk(strconv.AppendInt(ses.num[:0], id, 10))
 		return nil
 	}
@@ -318,10 +316,8 @@ func (s *Server) snowflake(c redcon.Conn, ses *session, args [][]byte) error {
 	}
 	ids := ses.scratch(n)
 	if err := s.flake.NextN(ids); err != nil {
-		s.onFlake(0, err)
 		return err
 	}
-	s.onFlake(n, nil)
 	s.writeIDs(c, ses, ids)
 	return nil
 }

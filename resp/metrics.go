@@ -65,8 +65,9 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 //
 // Segment IDs issued over RESP are counted with every other in
 // idalloc_ids_issued_total{mode="segment"}, which reads the allocator's own
-// figures. Snowflake IDs are not: that series is package server's count of
-// its own answers.
+// figures; snowflake IDs in idalloc_ids_issued_total{mode="snowflake"},
+// which the generators report to their snowflake.Observer whichever front
+// end asked. Neither is counted here.
 type Metrics struct {
 	commands    [numCommands][numOutcomes]prometheus.Counter
 	conns       prometheus.Gauge

@@ -116,21 +116,14 @@ type Config struct {
 	// Metrics is where the front end counts; nil makes a registry of its
 	// own (for tests). Give each Server its own Metrics.
 	Metrics *Metrics
-	// OnSnowflake, when set, is told of every SNOWFLAKE answer: n IDs
-	// issued, or the error refused with, so that the mode's issued and
-	// clock-drift counters (kept by the HTTP server's metrics) cover both
-	// front ends.
-	OnSnowflake func(n int, err error)
 }
 
 // Server answers the Redis protocol. It starts goroutines only in Serve
 // (redcon's accept loop and one per connection), and Serve returns once
 // they have all ended.
 type Server struct {
-	seg   Segments
-	flake Snowflakes
-	// onFlake is Config.OnSnowflake, never nil.
-	onFlake func(n int, err error)
+	seg     Segments
+	flake   Snowflakes
 	metrics *Metrics
 	log     *slog.Logger
 	admin   string
@@ -175,11 +168,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		maxPendingTotal: orDefault(cfg.MaxPendingTotal, DefaultMaxPendingTotal),
 		idle:            orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
 		version:         cfg.Version, started: time.Now(),
-		cutC:    make(chan struct{}),
-		onFlake: cfg.OnSnowflake,
-	}
-	if s.onFlake == nil {
-		s.onFlake = func(int, error) {}
+		cutC: make(chan struct{}),
 	}
 	if s.version == "" {
 		s.version = "(devel)"

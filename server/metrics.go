@@ -16,7 +16,8 @@ const namespace = "idalloc"
 
 // Metrics holds idalloc's metrics, registered on the registry given to
 // NewMetrics. It is the segment allocator's Observer (pass it as
-// segment.Config.Observer) and the server's own instrument.
+// segment.Config.Observer), the snowflake generators' Observer (pass it as
+// snowflake.Settings.Observer), and the server's own instrument.
 //
 // Only what an operator reads per tag carries app_tag: IDs issued, IDs
 // buffered and the current step, read from the allocator's Stats at scrape
@@ -66,7 +67,10 @@ type Metrics struct {
 	sources         atomic.Pointer[sources]
 }
 
-var _ segment.Observer = (*Metrics)(nil)
+var (
+	_ segment.Observer   = (*Metrics)(nil)
+	_ snowflake.Observer = (*Metrics)(nil)
+)
 
 // sources are what the scrape-time collector reads; the server sets them
 // once it has its dependencies, which are made after the Metrics (the
@@ -116,9 +120,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: namespace, Subsystem: "snowflake", Name: "clock_drift_events_total",
 		Help: "Clock-drift events of the snowflake generator by outcome: waited, try_later, too_large.",
 	}, []string{"outcome"})
-	m.driftWaited = drift.WithLabelValues("waited")
-	m.driftTryLater = drift.WithLabelValues("try_later")
-	m.driftTooLarge = drift.WithLabelValues("too_large")
+	m.driftWaited = drift.WithLabelValues(string(snowflake.DriftWaited))
+	m.driftTryLater = drift.WithLabelValues(string(snowflake.DriftTryLater))
+	m.driftTooLarge = drift.WithLabelValues(string(snowflake.DriftTooLarge))
 
 	for _, c := range []prometheus.Collector{
 		m.fetches, m.fetchErrors, m.fetchTimeouts, m.refused, m.conflicts, m.fetchDuration,
@@ -160,29 +164,25 @@ func (m *Metrics) Fetched(_ string, took time.Duration, err error) {
 // ObserveConflicts. op comes from the store, never from a request.
 func (m *Metrics) StoreConflict(op string) { m.conflicts.WithLabelValues(op).Inc() }
 
-// SnowflakeServed counts a snowflake request of any front end: n IDs issued
-// when err is nil, else the clock-drift refusal err stands for (other
-// errors count nothing here). Wire it to resp.Config.OnSnowflake so that
-// idalloc_ids_issued_total{mode="snowflake"} and the drift counters cover
-// every protocol.
-func (m *Metrics) SnowflakeServed(n int, err error) {
-	switch {
-	case err == nil:
-		m.snowflakeIssued.Add(int64(n))
-	case errors.Is(err, snowflake.ErrClockDriftTryLater):
+// Issued implements snowflake.Observer: the generator reports every ID it
+// issues, whichever front end asked, for
+// idalloc_ids_issued_total{mode="snowflake"}.
+func (m *Metrics) Issued(n int) { m.snowflakeIssued.Add(int64(n)) }
+
+// Drift implements snowflake.Observer: each wait and each refusal, for
+// idalloc_snowflake_clock_drift_events_total.
+func (m *Metrics) Drift(outcome snowflake.DriftOutcome, _ time.Duration) {
+	switch outcome {
+	case snowflake.DriftWaited:
+		m.driftWaited.Inc()
+		m.drift.waited.Add(1)
+	case snowflake.DriftTryLater:
 		m.driftTryLater.Inc()
 		m.drift.tryLater.Add(1)
-	case errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover):
+	case snowflake.DriftTooLarge:
 		m.driftTooLarge.Inc()
 		m.drift.tooLarge.Add(1)
 	}
-}
-
-// DriftWaited counts a clock drift the snowflake generator waited out; wire
-// it to snowflake.Settings.OnDriftWait.
-func (m *Metrics) DriftWaited(time.Duration) {
-	m.driftWaited.Inc()
-	m.drift.waited.Add(1)
 }
 
 // GaveBack implements segment.Observer.

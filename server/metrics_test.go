@@ -31,6 +31,11 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	rg.flake.err = snowflake.ErrClockDriftTryLater
 	rg.do(t, "GET", "/snowflake", "")
+	// The generator, not the front end, tells the Metrics of snowflake IDs
+	// and drifts (snowflake.Observer): the fake source tells nobody, so the
+	// test tells them for it, as the generator would have.
+	m.Issued(2)
+	m.Drift(snowflake.DriftTryLater, 20*time.Millisecond)
 	m.Fetched("order", 3*time.Millisecond, nil)
 	m.Fetched("order", time.Second, errors.New("timeout"))
 	m.Fetched("order", 5*time.Second, fmt.Errorf("%w: %w", segment.ErrFetchTimedOut, context.DeadlineExceeded))

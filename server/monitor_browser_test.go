@@ -93,7 +93,7 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 		if err != nil {
 			t.Fatal(err)
 		}
-		src, err := leased.New(keeper, layout, snowflake.Settings{OnDriftWait: m.DriftWaited})
+		src, err := leased.New(keeper, layout, snowflake.Settings{Observer: m})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,14 +34,13 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
 		id, err := s.flake.Next()
 		if err != nil {
 			putBuf(bp)
-			return s.failSnowflake(w, r, err)
+			return s.fail(w, r, err)
 		}
 		b = append(b, `,"id":`...)
 		b = strconv.AppendInt(b, id, 10)
 		b = append(b, `,"id_str":"`...)
 		b = strconv.AppendInt(b, id, 10)
 		b = append(b, '"')
-		n = 1
 	} else {
 		ip := s.idsPool.Get().(*[]int64)
 		ids := (*ip)[:n]
@@ -52,18 +51,11 @@ func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
 		s.idsPool.Put(ip)
 		if err != nil {
 			putBuf(bp)
-			return s.failSnowflake(w, r, err)
+			return s.fail(w, r, err)
 		}
 	}
-	s.metrics.SnowflakeServed(n, nil)
 	*bp = append(b, '}')
 	return sendPooled(w, http.StatusOK, bp)
-}
-
-// failSnowflake counts clock-drift refusals before answering them.
-func (s *Server) failSnowflake(w http.ResponseWriter, r *http.Request, err error) int {
-	s.metrics.SnowflakeServed(0, err)
-	return s.fail(w, r, err)
 }
 
 var errIDSpelling = badParam("id", "write it in decimal digits alone, without '+' or leading zeros")

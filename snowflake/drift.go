@@ -23,22 +23,37 @@ func (g *Generator) clockBehind(now time.Time) error {
 	behind := target.Sub(now)
 	switch {
 	case behind <= g.block:
-		if g.onWait != nil {
-			g.onWait(behind)
-		}
+		g.observeDrift(DriftWaited, behind)
 		g.waitUntil(now, target)
 		return nil
 	case !g.issued:
 		// The floor is the previous holder's history, not ours: our clock
 		// may simply be slower than theirs, so another instance (or later)
 		// can still serve.
+		g.observeDrift(DriftTryLater, behind)
 		return fmt.Errorf("clock is %v behind the floor %d (StartAfterMS or the epoch): %w", behind, g.lastMS, ErrClockDriftTryLater)
 	case behind <= g.errMax:
+		g.observeDrift(DriftTryLater, behind)
 		return fmt.Errorf("clock is %v behind the last issued timestamp %d: %w", behind, g.lastMS, ErrClockDriftTryLater)
 	default:
 		g.stopErr = fmt.Errorf("clock fell %v behind the last issued timestamp %d, more than %v: %w",
 			behind, g.lastMS, g.errMax, ErrClockDriftTooLargeToRecover)
-		return g.stopErr
+		g.stopBehind = behind
+		return g.stopped()
+	}
+}
+
+// stopped returns the error of a generator stopped for a drift too large,
+// reporting the refusal; g.mu must be held.
+func (g *Generator) stopped() error {
+	g.observeDrift(DriftTooLarge, g.stopBehind)
+	return g.stopErr
+}
+
+// observeDrift tells the Observer, if any, of a drift; g.mu must be held.
+func (g *Generator) observeDrift(outcome DriftOutcome, behind time.Duration) {
+	if g.observer != nil {
+		g.observer.Drift(outcome, behind)
 	}
 }
 

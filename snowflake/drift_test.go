@@ -224,29 +224,3 @@ func TestPreciseWaitRealClock(t *testing.T) {
 		t.Logf("waitUntil(%v) overshot by %v", d, end.Sub(until))
 	}
 }
-
-func TestOnDriftWaitReportsWaitsOnly(t *testing.T) {
-	clock := testclock.New(t0)
-	var reported []time.Duration
-	g, err := New(Settings{
-		Epoch: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Now: clock.Now, Sleep: clock.Sleep,
-		DisableRandomStart: true, OnDriftWait: func(d time.Duration) { reported = append(reported, d) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Next(); err != nil {
-		t.Fatal(err)
-	}
-	clock.Set(t0.Add(-5 * time.Millisecond)) // behind by less than the 10ms block
-	if _, err := g.Next(); err != nil {
-		t.Fatalf("small drift: %v", err)
-	}
-	clock.Set(clock.Now().Add(-500 * time.Millisecond)) // try-later tier: not a wait
-	if _, err := g.Next(); err == nil {
-		t.Fatal("half a second behind: got an ID, want ErrClockDriftTryLater")
-	}
-	if len(reported) != 1 || reported[0] <= 0 || reported[0] > 10*time.Millisecond {
-		t.Fatalf("OnDriftWait got %v, want one wait of at most 10ms", reported)
-	}
-}

@@ -23,6 +23,8 @@ type Generator struct {
 	seq     int64
 	issued  bool
 	stopErr error // set once, when the clock fell too far behind
+	// stopBehind is how far behind the clock was when stopErr was set.
+	stopBehind time.Duration
 }
 
 // New returns a Generator for s. It returns ErrInvalidLayout for worker bits
@@ -62,6 +64,9 @@ func (g *Generator) Next() (int64, error) {
 	g.mu.Lock()
 	id, _, err := g.nextLocked()
 	g.mu.Unlock()
+	if err == nil && g.observer != nil {
+		g.observer.Issued(1)
+	}
 	return id, err
 }
 
@@ -70,6 +75,15 @@ func (g *Generator) Next() (int64, error) {
 // error, dst holds no usable IDs, though the ones already put there count as
 // issued (they are lost, never repeated).
 func (g *Generator) NextN(dst []int64) error {
+	err := g.nextN(dst)
+	if err == nil && g.observer != nil {
+		g.observer.Issued(len(dst))
+	}
+	return err
+}
+
+// nextN is NextN under the lock, without telling the Observer.
+func (g *Generator) nextN(dst []int64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := 0; i < len(dst); {
@@ -100,7 +114,7 @@ func (g *Generator) NextN(dst []int64) error {
 // g.mu must be held.
 func (g *Generator) nextLocked() (int64, time.Time, error) {
 	if g.stopErr != nil {
-		return 0, time.Time{}, g.stopErr
+		return 0, time.Time{}, g.stopped()
 	}
 	for {
 		now := g.now()

@@ -89,10 +89,9 @@ type Settings struct {
 	// Rand returns uniformly random bits for the random sequence start. Nil
 	// means math/rand/v2.Uint64.
 	Rand func() uint64
-	// OnDriftWait, if set, is told each time the clock was behind by at
-	// most MaxDriftBlock and Next waited it out (for metrics). It is called
-	// with the generator's lock held, so it must be fast.
-	OnDriftWait func(behind time.Duration)
+	// Observer, if set, is told of the IDs issued and of each clock drift
+	// (for metrics); see Observer for when each method is called.
+	Observer Observer
 }
 
 // config is Settings with defaults applied and every field checked.
@@ -106,7 +105,7 @@ type config struct {
 	fence      func(time.Time, int64) bool
 	now        func() time.Time
 	sleep      func(time.Duration)
-	onWait     func(time.Duration)
+	observer   Observer
 	rand       func() uint64
 }
 
@@ -126,7 +125,7 @@ func (s Settings) resolve() (config, error) {
 		fence:    s.Fence,
 		now:      s.Now,
 		sleep:    s.Sleep,
-		onWait:   s.OnDriftWait,
+		observer: s.Observer,
 		rand:     s.Rand,
 	}
 	if c.now == nil {

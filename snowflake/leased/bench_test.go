@@ -10,16 +10,17 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// servingSource returns a Source whose keeper holds a session, closed at
-// cleanup. now and sleep nil mean the real clock, as a server runs.
-func servingSource(tb testing.TB, layout snowflake.Layout, now func() time.Time, sleep func(time.Duration)) *leased.Source {
+// servingSource returns a Source on base whose keeper holds a session,
+// closed at cleanup. base.Now and base.Sleep nil mean the real clock, as a
+// server runs; the keeper shares base.Now.
+func servingSource(tb testing.TB, layout snowflake.Layout, base snowflake.Settings) *leased.Source {
 	tb.Helper()
-	svc := newService(tb, workerlease.NewMemoryStore(nil), workerlease.Config{Now: now})
-	k, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Now: now})
+	svc := newService(tb, workerlease.NewMemoryStore(nil), workerlease.Config{Now: base.Now})
+	k, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Now: base.Now})
 	if err != nil {
 		tb.Fatalf("NewKeeper: %v", err)
 	}
-	src, err := leased.New(k, layout, snowflake.Settings{Now: now, Sleep: sleep})
+	src, err := leased.New(k, layout, base)
 	if err != nil {
 		tb.Fatalf("leased.New: %v", err)
 	}
@@ -35,9 +36,11 @@ func servingSource(tb testing.TB, layout snowflake.Layout, now func() time.Time,
 }
 
 // TestSourceNextDoesNotAllocate: with a session current, Next is the
-// generator's Next plus two atomic loads and the fence: no allocation.
+// generator's Next plus two atomic loads, the fence and the Observer: no
+// allocation.
 func TestSourceNextDoesNotAllocate(t *testing.T) {
-	src := servingSource(t, defaultLayout(t), nil, nil)
+	var obs countingObserver
+	src := servingSource(t, defaultLayout(t), snowflake.Settings{Observer: &obs})
 	if _, err := src.Next(); err != nil { // builds the session's generator
 		t.Fatalf("Next: %v", err)
 	}
@@ -48,6 +51,17 @@ func TestSourceNextDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Errorf("Next: %v", err)
 	}
+	if got := obs.issued.Load(); got != 1002 {
+		t.Errorf("the Observer counted %d IDs, want 1002", got)
+	}
+}
+
+// countingObserver is a snowflake.Observer as the metrics are: atomics.
+type countingObserver struct{ issued, drifts atomic.Int64 }
+
+func (o *countingObserver) Issued(n int) { o.issued.Add(int64(n)) }
+func (o *countingObserver) Drift(snowflake.DriftOutcome, time.Duration) {
+	o.drifts.Add(1)
 }
 
 // steppingClock moves 10ns on every reading, and Sleep moves it at once,
@@ -73,13 +87,14 @@ func BenchmarkSourceNext(b *testing.B) {
 	for _, clock := range []struct {
 		name   string
 		layout snowflake.Layout
-		now    func() time.Time
-		sleep  func(time.Duration)
+		base   snowflake.Settings
 	}{
-		{"real clock", defaultLayout(b), nil, nil},
-		{"stepping clock", wide, fake.Now, fake.Sleep},
+		{"real clock", defaultLayout(b), snowflake.Settings{}},
+		{"stepping clock", wide, snowflake.Settings{Now: fake.Now, Sleep: fake.Sleep}},
+		// As a server runs it: the metrics observe every ID.
+		{"stepping clock observed", wide, snowflake.Settings{Now: fake.Now, Sleep: fake.Sleep, Observer: &countingObserver{}}},
 	} {
-		src := servingSource(b, clock.layout, clock.now, clock.sleep)
+		src := servingSource(b, clock.layout, clock.base)
 		b.Run(clock.name+"/serial", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

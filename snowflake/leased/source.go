@@ -50,8 +50,9 @@ type leasedGenerator struct {
 // start (NewLayout, CheckLifetime, and a worker-ID range the layout holds);
 // base.Epoch and base.WorkerBits must be zero. base.Now must be the
 // sessions' clock, since the fence compares its readings with the lease
-// deadline. Errors: snowflake.ErrInvalidLayout for the zero layout, and the
-// snowflake errors of base.
+// deadline. base.Observer, if set, is told by every session's generator, so
+// it sees every ID the Source issues. Errors: snowflake.ErrInvalidLayout
+// for the zero layout, and the snowflake errors of base.
 func New(sessions Sessions, layout snowflake.Layout, base snowflake.Settings) (*Source, error) {
 	if layout == (snowflake.Layout{}) {
 		// Settings would take the zero Layout as "none" and use Epoch and
