@@ -90,7 +90,7 @@ func TestScrapeIsClean(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = alloc.Close(ctx) })
 			log := slog.New(slog.DiscardHandler)
-			leases, keeper, source, err := snowflakeParts(leaseStore{Store: st}, cfg, log, metrics)
+			leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, log, metrics)
 			if err != nil {
 				t.Fatal(err)
 			}

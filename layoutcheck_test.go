@@ -177,7 +177,7 @@ func TestSnowflakeAnswers503UntilLayoutChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer alloc.Close(context.Background())
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st}, cfg, discard, nil)
+	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,21 +26,31 @@ func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
 		if err != nil {
 			return leaseStore{}, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
 		}
-		return leaseStore{Store: st, persistence: st.CheckPersistence}, func() { st.Close() }, nil
+		return leaseStore{Store: st, layout: st, persistence: st.CheckPersistence}, func() { st.Close() }, nil
 	case "etcd":
 		st, err := etcdlease.Open(c.DSN, etcdlease.Options{})
 		if err != nil {
 			return leaseStore{}, nil, fmt.Errorf(`key "lease.dsn": %w`, err)
 		}
-		return leaseStore{Store: st}, func() { st.Close() }, nil
+		return leaseStore{Store: st, layout: st}, func() { st.Close() }, nil
 	}
-	return leaseStore{Store: main}, func() {}, nil
+	return leaseStore{Store: main, layout: main}, func() {}, nil
 }
 
-// leaseStore is the lease store and how to ask whether it keeps leases
-// across its own restart.
+// layoutRecorder is what the snowflake layout gate (main) and each new
+// lease's re-check (SessionConfig.CheckLayout) need of the lease store:
+// every lease store records a cluster's layout on first use and refuses a
+// different one with workerlease.ErrLayoutMismatch. It is this package's,
+// not workerlease's: leases know no generator.
+type layoutRecorder interface {
+	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
+}
+
+// leaseStore is the lease store, where it records snowflake layouts, and
+// how to ask whether it keeps leases across its own restart.
 type leaseStore struct {
 	workerlease.Store
+	layout layoutRecorder
 	// persistence says whether the store keeps leases across its own
 	// restart (redislease.CheckPersistence); nil when there is nothing to
 	// ask.
@@ -94,7 +104,9 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, obs snowflake
 	// covers that much more than the TTL.
 	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{
 		Service: svc, Logger: log, ClockSkew: cfg.driftError,
-		Layout: &workerlease.Layout{EpochMS: layout.Epoch.UnixMilli(), WorkerBits: layout.WorkerBits},
+		CheckLayout: func(ctx context.Context, cluster string) error {
+			return st.layout.CheckLayout(ctx, cluster, layout.Epoch.UnixMilli(), layout.WorkerBits)
+		},
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -229,7 +229,7 @@ func run(args []string) error {
 			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
 		}
 		lc := newLayoutCheck(func(ctx context.Context) error {
-			return leases.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
+			return leaseStore.layout.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
 		}, log)
 		stopLayoutCheck, err = lc.gate(ctx,
 			// Not ctx: the lease must stay renewed while the server drains.

@@ -39,7 +39,7 @@ func TestSnowflakeCountedWhicheverFrontEnd(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
 	log := slog.New(slog.DiscardHandler)
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st}, cfg, log, metrics)
+	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, log, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,10 +258,6 @@ func (s *leaseStore) Release(ctx context.Context, cluster string, workerID int64
 	return s.g.release(ctx, cluster, workerID, token, lastTimestampMS)
 }
 
-// CheckLayout accepts any layout: the HTTP API records no layout for the
-// clusters whose leases it hands out, so a caller's layout is its own.
-func (s *leaseStore) CheckLayout(context.Context, string, int64, int) error { return nil }
-
 // lostErr is ErrLeaseLost with the last renewal's error, if any.
 func (s *leaseStore) lostErr() error {
 	if p := s.err.Load(); p != nil {

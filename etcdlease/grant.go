@@ -21,17 +21,11 @@ import (
 // the lowest free one. NowMS only ranks candidates; whether an ID is free
 // is etcd's to say. The lease's TTL is req.TTL rounded up to whole seconds
 // (and raised to etcd's own floor, about 2s by default); ExpiresAt reports
-// the TTL etcd granted. Errors: workerlease.ErrNoWorkerID; refused input:
-// workerlease.ErrInvalidToken, workerlease.ErrInvalidCluster (over 64
-// characters), workerlease.ErrInvalidWorkerID (negative MaxWorkerID),
-// workerlease.ErrInvalidConfig (a TTL below 1ms); any other error is a
-// fault (etcd unreachable, ctx ended).
+// the TTL etcd granted. Its input is the Service's, checked there
+// (workerlease.Store). Errors: workerlease.ErrNoWorkerID; any other error is
+// a fault (etcd unreachable, ctx ended).
 func (s *Store) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
-	err := req.Check()
-	var l workerlease.Lease
-	if err == nil {
-		l, err = s.acquire(ctx, req)
-	}
+	l, err := s.acquire(ctx, req)
 	if err != nil {
 		return workerlease.Lease{}, fmt.Errorf("acquire worker ID in cluster %q: %w", req.Cluster, err)
 	}
@@ -106,7 +100,7 @@ func (s *Store) grant(ctx context.Context, ttl time.Duration) (*grant, error) {
 // proves the grant; both keys are written together.
 func (s *Store) claim(ctx context.Context, req workerlease.AcquireRequest, id int64, last lastEntry, g *grant) (workerlease.Lease, error) {
 	holdKey, lastKey := s.holdKey(req.Cluster, id), s.lastKey(req.Cluster, id)
-	holder := workerlease.CutHolder(req.Holder)
+	holder := req.Holder
 	resp, err := s.c.Txn(ctx).If(
 		clientv3.Compare(clientv3.CreateRevision(holdKey), "=", 0),
 		clientv3.Compare(clientv3.ModRevision(lastKey), "=", last.rev), // 0: still absent

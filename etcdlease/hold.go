@@ -14,20 +14,16 @@ import (
 
 // Renew keeps the etcd lease of token's grant alive and raises
 // last_timestamp_ms to lastTimestampMS if that is larger. etcd renews a
-// lease to the TTL it was granted with, so ttl is only checked; ExpiresAt
+// lease to the TTL it was granted with, so ttl is not used; ExpiresAt
 // reports the TTL etcd renewed to. Errors: workerlease.ErrNotAssigned (never
 // held, or released), workerlease.ErrTokenMismatch (another token holds or
 // last held it), workerlease.ErrLeaseExpired (token's etcd lease ran out:
 // refused even if no one took the ID over, yet lastTimestampMS is still
-// recorded); refused input as Acquire's; any other error is a fault.
+// recorded); any other error is a fault.
 func (s *Store) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
-	err := workerlease.CheckArgs(cluster, token, ttl)
-	var l workerlease.Lease
-	if err == nil {
-		l, err = retry(func() (workerlease.Lease, error) {
-			return s.renew(ctx, cluster, workerID, token, lastTimestampMS)
-		})
-	}
+	l, err := retry(func() (workerlease.Lease, error) {
+		return s.renew(ctx, cluster, workerID, token, lastTimestampMS)
+	})
 	if err != nil {
 		return workerlease.Lease{}, fmt.Errorf("renew worker ID %d in cluster %q: %w", workerID, cluster, err)
 	}
@@ -79,12 +75,9 @@ func (s *Store) renew(ctx context.Context, cluster string, workerID int64, token
 // token, so the next holder starts after it and token's later calls get
 // ErrNotAssigned; the etcd lease is then revoked. Errors as Renew.
 func (s *Store) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	err := workerlease.CheckArgs(cluster, token, time.Second)
-	if err == nil {
-		_, err = retry(func() (struct{}, error) {
-			return struct{}{}, s.release(ctx, cluster, workerID, token, lastTimestampMS)
-		})
-	}
+	_, err := retry(func() (struct{}, error) {
+		return struct{}{}, s.release(ctx, cluster, workerID, token, lastTimestampMS)
+	})
 	if err != nil {
 		return fmt.Errorf("release worker ID %d in cluster %q: %w", workerID, cluster, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -17,13 +16,12 @@ import (
 // Redis's clock) and whose last_timestamp_ms is at most req.NowMS (a never
 // leased ID counts as 0), the lowest; failing that, the lowest free one. The
 // scan and the claim are one script, so two callers never get the same ID.
-// Errors: workerlease.ErrNoWorkerID; refused input, in the workerlease
-// package's words: workerlease.ErrInvalidToken (empty, or over 32
-// characters), workerlease.ErrInvalidCluster (empty, over 64 characters, or
-// holding '{' or '}', which would break the hash tag),
-// workerlease.ErrInvalidWorkerID (negative MaxWorkerID),
-// workerlease.ErrInvalidConfig (a TTL below 1ms). req.Holder is cut to 255
-// characters. Any other error is a fault (Redis unreachable, a timeout).
+// Its input is the Service's, checked there (workerlease.Store); Redis
+// refuses only what would break its hash tag. Errors:
+// workerlease.ErrNoWorkerID; workerlease.ErrInvalidCluster for a cluster
+// that is empty or holds '{' or '}'; workerlease.ErrInvalidConfig for a
+// store opened with a key prefix that holds them. Any other error is a
+// fault (Redis unreachable, a timeout).
 //
 // go-redis resends a command whose reply was lost (MaxRetries); an Acquire
 // that ran once already then grants a second ID, and the first stays held,
@@ -38,13 +36,10 @@ func (s *Store) Acquire(ctx context.Context, req workerlease.AcquireRequest) (wo
 }
 
 func (s *Store) acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
-	if err := s.check(req.Cluster, req.Token, req.TTL); err != nil {
+	if err := s.checkCluster(req.Cluster); err != nil {
 		return workerlease.Lease{}, err
 	}
-	if req.MaxWorkerID < 0 {
-		return workerlease.Lease{}, workerlease.ErrInvalidWorkerID
-	}
-	holder := workerlease.CutHolder(req.Holder)
+	holder := req.Holder
 	reply, err := acquireScript.Run(ctx, s.c, []string{s.leaseKey(req.Cluster)},
 		req.MaxWorkerID, req.Token, holder, req.TTL.Milliseconds(), req.NowMS).StringSlice()
 	if err != nil {
@@ -77,7 +72,7 @@ func (s *Store) acquire(ctx context.Context, req workerlease.AcquireRequest) (wo
 // expired still raises last_timestamp_ms. Errors:
 // workerlease.ErrNotAssigned (never leased, or released),
 // workerlease.ErrTokenMismatch (held by another token),
-// workerlease.ErrLeaseExpired; refused input as Acquire's.
+// workerlease.ErrLeaseExpired; a cluster refused as Acquire's.
 func (s *Store) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
 	l, err := s.renew(ctx, cluster, workerID, token, ttl, lastTimestampMS)
 	if err != nil {
@@ -87,7 +82,7 @@ func (s *Store) Renew(ctx context.Context, cluster string, workerID int64, token
 }
 
 func (s *Store) renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
-	if err := s.check(cluster, token, ttl); err != nil {
+	if err := s.checkCluster(cluster); err != nil {
 		return workerlease.Lease{}, err
 	}
 	reply, err := s.hold(ctx, cluster, workerID, token, lastTimestampMS, strconv.FormatInt(ttl.Milliseconds(), 10))
@@ -119,7 +114,7 @@ func (s *Store) renew(ctx context.Context, cluster string, workerID int64, token
 // that ran once already then reports workerlease.ErrNotAssigned. The worker
 // ID is free either way.
 func (s *Store) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	err := s.check(cluster, token, time.Millisecond)
+	err := s.checkCluster(cluster)
 	if err == nil {
 		_, err = s.hold(ctx, cluster, workerID, token, lastTimestampMS, "")
 	}
@@ -177,22 +172,15 @@ func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, 
 	return nil
 }
 
-// check refuses, with the workerlease package's errors and words, the
-// empty token, which marks a released worker ID and so would match one;
-// clusters that cannot be a hash tag; and values the SQL stores' columns
-// would refuse.
-func (s *Store) check(cluster, token string, ttl time.Duration) error {
-	if err := s.checkCluster(cluster); err != nil {
-		return err
-	}
-	return workerlease.CheckArgs(cluster, token, ttl)
-}
-
+// checkCluster refuses what only Redis needs refused: a store opened with a
+// braced key prefix (s.err), and a cluster that cannot be a hash tag. The
+// Service never passes one (workerlease.ValidCluster); this guards the
+// store's own key layout for its other callers (tests, tools).
 func (s *Store) checkCluster(cluster string) error {
 	switch {
 	case s.err != nil:
 		return s.err
-	case cluster == "" || utf8.RuneCountInString(cluster) > workerlease.MaxClusterLen || strings.ContainsAny(cluster, "{}"):
+	case cluster == "" || strings.ContainsAny(cluster, "{}"):
 		// An empty tag "{}" makes Redis hash the whole key, and a '}' in
 		// the cluster would end the tag early.
 		return workerlease.ErrInvalidCluster

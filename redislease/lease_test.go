@@ -262,8 +262,10 @@ func TestAcquirePreference(t *testing.T) {
 	}
 }
 
-// TestInvalidInput: what Redis adds to the suite's input checks: a cluster
-// that would break its hash tag is refused, and refused calls write nothing.
+// TestInvalidInput: what Redis adds to the Service's input checks (which
+// the suite holds every store's Service to): its own key layout refuses a
+// cluster that would break its hash tag from any caller, and refused calls
+// write nothing.
 func TestInvalidInput(t *testing.T) {
 	r := newRig(t)
 	for _, tc := range []struct {
@@ -271,8 +273,7 @@ func TestInvalidInput(t *testing.T) {
 		edit func(*workerlease.AcquireRequest)
 		want error
 	}{
-		{"empty token", func(q *workerlease.AcquireRequest) { q.Token = "" }, workerlease.ErrInvalidToken},
-		{"zero TTL", func(q *workerlease.AcquireRequest) { q.TTL = 0 }, workerlease.ErrInvalidConfig},
+		{"empty cluster", func(q *workerlease.AcquireRequest) { q.Cluster = "" }, workerlease.ErrInvalidCluster},
 		{"cluster with {", func(q *workerlease.AcquireRequest) { q.Cluster = "a{b" }, workerlease.ErrInvalidCluster},
 		{"cluster with }", func(q *workerlease.AcquireRequest) { q.Cluster = "}a" }, workerlease.ErrInvalidCluster},
 	} {

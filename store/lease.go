@@ -34,11 +34,11 @@ func (r leaseRow) lease(cluster string, workerID int64) workerlease.Lease {
 // (the SQLite file it made, the tables -init-schema made) and has lost no
 // row since: a worker ID with no row was then never leased, and its first
 // grant need not wait for a holder the store forgot (Lease.NoHistory).
-// Its cluster, "", is no cluster's name (CheckArgs refuses it). Deleting
-// the table's rows deletes it too; a table made by hand from schema.sql,
-// or by a version before it, has none, and each worker ID's first grant
-// there waits once; idalloc advance removes it, since a restored table may
-// lack rows of leases granted after the backup.
+// Its cluster, "", is no cluster's name (workerlease.ValidCluster refuses
+// it). Deleting the table's rows deletes it too; a table made by hand from
+// schema.sql, or by a version before it, has none, and each worker ID's
+// first grant there waits once; idalloc advance removes it, since a
+// restored table may lack rows of leases granted after the backup.
 const genesisStmt = `INSERT INTO worker_leases (cluster, worker_id, token, holder, expires_at, last_timestamp_ms)
 	VALUES ('', 0, '', 'idalloc: created empty; no row lost since', {now}, 0)`
 
@@ -56,25 +56,20 @@ func (d *db) hasGenesis(ctx context.Context, q sqlx.QueryerContext) (bool, error
 // grant is one compare-and-set statement on a row that is still free, or an
 // insert of a row that is still absent, each committing on its own; a caller
 // that loses looks again at once (a bounded number of times).
-// Errors: workerlease.ErrNoWorkerID; refused input, in the workerlease
-// package's words: workerlease.ErrInvalidToken, workerlease.ErrInvalidCluster
-// (longer than the column), workerlease.ErrInvalidWorkerID (negative
-// MaxWorkerID), workerlease.ErrInvalidConfig (a TTL below 1ms).
+// Its input is the Service's, checked there (workerlease.Store). Errors:
+// workerlease.ErrNoWorkerID.
 func (d *db) Acquire(ctx context.Context, req workerlease.AcquireRequest) (workerlease.Lease, error) {
-	err := req.Check()
 	var l workerlease.Lease
-	if err == nil {
-		err = d.retryRaces(ctx, "acquire", func() (err error) {
-			if !d.dialect.oneWriter {
-				l, err = d.tryAcquire(ctx, d.x, req)
-				return err
-			}
-			return d.inTx(ctx, func(tx *sqlx.Tx) (err error) {
-				l, err = d.tryAcquire(ctx, tx, req)
-				return err
-			})
+	err := d.retryRaces(ctx, "acquire", func() (err error) {
+		if !d.dialect.oneWriter {
+			l, err = d.tryAcquire(ctx, d.x, req)
+			return err
+		}
+		return d.inTx(ctx, func(tx *sqlx.Tx) (err error) {
+			l, err = d.tryAcquire(ctx, tx, req)
+			return err
 		})
-	}
+	})
 	if err != nil {
 		return workerlease.Lease{}, fmt.Errorf("acquire worker ID in cluster %q: %w", req.Cluster, err)
 	}
@@ -108,7 +103,7 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 		return workerlease.Lease{}, err
 	}
 
-	holder := workerlease.CutHolder(req.Holder)
+	holder := req.Holder
 	ttl := req.TTL.Milliseconds()
 	// A never-leased ID counts as last_timestamp_ms 0, at or below NowMS.
 	switch {
@@ -168,37 +163,34 @@ func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, worke
 // compare-and-set statement on a token whose lease has not expired, which
 // commits on its own and alone proves the renewal. Errors:
 // workerlease.ErrNotAssigned, workerlease.ErrTokenMismatch,
-// workerlease.ErrLeaseExpired; refused input as Acquire's.
+// workerlease.ErrLeaseExpired.
 func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {
 	var row leaseRow
-	err := workerlease.CheckArgs(cluster, token, ttl)
-	if err == nil {
-		err = d.retryRaces(ctx, "renew", func() error {
-			ok, err := execOne(ctx, d.x, d.q(`UPDATE worker_leases
-				SET expires_at = {now+ms}, last_timestamp_ms = {greatest}(last_timestamp_ms, ?)
-				WHERE cluster = ? AND worker_id = ? AND token = ? AND expires_at > {now}`),
-				ttl.Milliseconds(), lastTimestampMS, cluster, workerID, token)
-			if err != nil {
-				return err
-			}
-			found, err := readLease(ctx, d.x, &row, cluster, workerID)
-			switch {
-			case err != nil:
-				return err
-			case ok && row.Token == token:
-				return nil
-			case ok:
-				// Renewed, yet the row now names another holder: the read
-				// came from a copy that lags. Claim nothing.
-				return workerlease.ErrTokenMismatch
-			}
-			refused := conflict(found, row.Token, token)
-			if err := d.keepHistory(ctx, d.x, refused, cluster, workerID, token, lastTimestampMS); err != nil {
-				return err
-			}
-			return refused
-		})
-	}
+	err := d.retryRaces(ctx, "renew", func() error {
+		ok, err := execOne(ctx, d.x, d.q(`UPDATE worker_leases
+			SET expires_at = {now+ms}, last_timestamp_ms = {greatest}(last_timestamp_ms, ?)
+			WHERE cluster = ? AND worker_id = ? AND token = ? AND expires_at > {now}`),
+			ttl.Milliseconds(), lastTimestampMS, cluster, workerID, token)
+		if err != nil {
+			return err
+		}
+		found, err := readLease(ctx, d.x, &row, cluster, workerID)
+		switch {
+		case err != nil:
+			return err
+		case ok && row.Token == token:
+			return nil
+		case ok:
+			// Renewed, yet the row now names another holder: the read
+			// came from a copy that lags. Claim nothing.
+			return workerlease.ErrTokenMismatch
+		}
+		refused := conflict(found, row.Token, token)
+		if err := d.keepHistory(ctx, d.x, refused, cluster, workerID, token, lastTimestampMS); err != nil {
+			return err
+		}
+		return refused
+	})
 	if err != nil {
 		return workerlease.Lease{}, fmt.Errorf("renew worker ID %d in cluster %q: %w", workerID, cluster, err)
 	}
@@ -209,12 +201,9 @@ func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token st
 // not expired, raising last_timestamp_ms as Renew does, so the next holder
 // starts after it. Errors as Renew.
 func (d *db) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	err := workerlease.CheckArgs(cluster, token, time.Millisecond)
-	if err == nil {
-		err = d.retryRaces(ctx, "release", func() error {
-			return d.release(ctx, cluster, workerID, token, lastTimestampMS)
-		})
-	}
+	err := d.retryRaces(ctx, "release", func() error {
+		return d.release(ctx, cluster, workerID, token, lastTimestampMS)
+	})
 	if err != nil {
 		return fmt.Errorf("release worker ID %d in cluster %q: %w", workerID, cluster, err)
 	}

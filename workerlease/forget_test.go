@@ -1,6 +1,7 @@
 package workerlease
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -64,17 +65,21 @@ func TestMemoryGenesis(t *testing.T) {
 func TestSessionChecksLayoutAfterGrant(t *testing.T) {
 	mem := NewMemoryStore(nil)
 	svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 1})
-	if err := svc.CheckLayout(t.Context(), "", 0, 1); err != nil {
+	if err := mem.CheckLayout(t.Context(), svc.Cluster(), 0, 1); err != nil {
 		t.Fatalf("CheckLayout: %v", err)
 	}
-	_, err := NewSession(t.Context(), SessionConfig{Service: svc, Layout: &Layout{EpochMS: 1000, WorkerBits: 1}})
+	// What a generator's owner passes: its own layout, checked by the store.
+	checkLayout := func(epochMS int64) func(context.Context, string) error {
+		return func(ctx context.Context, cluster string) error { return mem.CheckLayout(ctx, cluster, epochMS, 1) }
+	}
+	_, err := NewSession(t.Context(), SessionConfig{Service: svc, CheckLayout: checkLayout(1000)})
 	if !errors.Is(err, ErrLayoutMismatch) {
 		t.Fatalf("NewSession with another layout = %v, want ErrLayoutMismatch", err)
 	}
 	if got := mustLease(t, mem, 0); !got.released {
 		t.Errorf("the grant refused for its layout was not given back: %+v", got)
 	}
-	s, err := NewSession(t.Context(), SessionConfig{Service: svc, Layout: &Layout{EpochMS: 0, WorkerBits: 1}})
+	s, err := NewSession(t.Context(), SessionConfig{Service: svc, CheckLayout: checkLayout(0)})
 	if err != nil {
 		t.Fatalf("NewSession with the cluster's layout: %v", err)
 	}

@@ -49,7 +49,10 @@ type Config struct {
 }
 
 // Service grants, renews and releases worker-ID leases on a Store, validating
-// every input first so that nothing malformed reaches the store. Its errors
+// every input first so that nothing malformed reaches the store: it holds
+// the one set of lease-input rules (cluster, worker ID range, token form,
+// TTL, timestamp, holder width), and the stores trust what it passes them
+// (Store). Its errors
 // are *errs.Error values whose messages front ends send as they are. It is the API
 // behind POST /workerid* and the Keeper's own lease. It starts no goroutines
 // and is safe for concurrent use.
@@ -67,7 +70,8 @@ type Service struct {
 
 // NewService returns a Service on store. Errors (all ErrInvalidConfig): a
 // nil store, a Cluster that is not valid (also ErrInvalidCluster), a negative
-// MaxWorkerID (also ErrInvalidWorkerID) or a negative TTL.
+// MaxWorkerID (also ErrInvalidWorkerID), or a TTL that is negative or below
+// 1ms.
 func NewService(store Store, cfg Config) (*Service, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil Store", ErrInvalidConfig)
@@ -89,6 +93,9 @@ func NewService(store Store, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("%w: TTL %v is negative", ErrInvalidConfig, cfg.TTL)
 	case cfg.TTL == 0:
 		cfg.TTL = DefaultTTL
+	case cfg.TTL < time.Millisecond:
+		// The stores count TTLs in milliseconds (etcd in seconds).
+		return nil, fmt.Errorf("%w: TTL %v is below 1ms", ErrInvalidConfig, cfg.TTL)
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
@@ -121,7 +128,8 @@ func (s *Service) Cluster() string { return s.cluster }
 // new random token. holder "" means Config.Holder. The Lease's
 // LastTimestampMS is the highest timestamp any earlier holder of the ID
 // reserved: the new holder must issue only above it. Its NoHistory says the
-// store had no record of the ID (Store.Acquire). Errors:
+// store had no record of the ID (Store.Acquire). A holder longer than
+// MaxHolderLen characters is cut to it. Errors:
 // ErrInvalidCluster, ErrNoWorkerID, or ErrUnavailable wrapping any other
 // store failure.
 func (s *Service) Acquire(ctx context.Context, cluster, holder string) (Lease, error) {
@@ -138,6 +146,7 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 	if holder == "" {
 		holder = s.holder
 	}
+	holder = cutHolder(holder)
 	token, err := s.newToken()
 	if err != nil {
 		return Lease{}, err
@@ -159,7 +168,7 @@ func (s *Service) acquire(ctx context.Context, cluster, holder string, now time.
 func storeErr(err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNoWorkerID), errors.Is(err, ErrNotAssigned),
-		errors.Is(err, ErrTokenMismatch), errors.Is(err, ErrLeaseExpired), errors.Is(err, ErrLayoutMismatch):
+		errors.Is(err, ErrTokenMismatch), errors.Is(err, ErrLeaseExpired):
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -189,24 +198,6 @@ func (s *Service) Release(ctx context.Context, cluster string, workerID int64, t
 		return err
 	}
 	return storeErr(s.store.Release(ctx, cluster, workerID, token, lastTimestampMS))
-}
-
-// CheckLayout confirms that cluster ("" means the default) issues IDs with
-// this layout: epochMS, the Unix milliseconds of timestamp 0, and
-// workerBits, which must hold every worker ID the Service grants. The
-// first holder records it; later ones must match. Errors:
-// ErrInvalidCluster; ErrInvalidConfig when workerBits cannot hold
-// MaxWorkerID; ErrLayoutMismatch; or ErrUnavailable wrapping any other store
-// failure, which says nothing about the layout: ask again.
-func (s *Service) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
-	cluster, err := s.resolveCluster(cluster)
-	if err != nil {
-		return err
-	}
-	if workerBits < 0 || workerBits > 62 || int64(1)<<workerBits-1 < s.maxWorkerID {
-		return fmt.Errorf("%w: %d worker bits cannot hold worker ID %d", ErrInvalidConfig, workerBits, s.maxWorkerID)
-	}
-	return storeErr(s.store.CheckLayout(ctx, cluster, epochMS, workerBits))
 }
 
 // maxTimestampAhead bounds a reported last_timestamp_ms, beyond the TTL.

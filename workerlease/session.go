@@ -38,13 +38,16 @@ type SessionConfig struct {
 	// refused a renewal or passed its own deadline, and its last IDs lie
 	// below this holder's clock. Negative is an error.
 	ClockSkew time.Duration
-	// Layout, when set, is checked (Service.CheckLayout) after every grant,
-	// before the session is used: a store that forgot its leases forgot the
-	// cluster's layout with them, and the first holder after that records
-	// its own, so a holder of another layout must learn of it at its next
-	// grant, not only at its process's start. A mismatch releases the grant
-	// and ends NewSession with ErrLayoutMismatch.
-	Layout *Layout
+	// CheckLayout, when set, is called with the granted lease's cluster
+	// after every grant, before the session is used. A generator's owner
+	// sets it to check the cluster's recorded snowflake layout (the stores'
+	// CheckLayout): a store that forgot its leases forgot the cluster's
+	// layout with them, and the first holder after that records its own, so
+	// a holder of another layout must learn of it at its next grant, not
+	// only at its process's start. An error releases the grant and ends
+	// NewSession with it (the stores' ErrLayoutMismatch for a mismatch).
+	// workerlease knows no layout: it only makes the call.
+	CheckLayout func(ctx context.Context, cluster string) error
 	// Logger receives lease events. nil means no logging.
 	Logger *slog.Logger
 
@@ -84,14 +87,6 @@ func (c SessionConfig) resolve() (SessionConfig, error) {
 		c.randN = rand.N[time.Duration]
 	}
 	return c, nil
-}
-
-// Layout is a cluster's snowflake layout as the lease stores record it
-// (Store.CheckLayout): the Unix milliseconds of timestamp 0 and the worker
-// bits. workerlease knows no generator; it keeps the two numbers for one.
-type Layout struct {
-	EpochMS    int64
-	WorkerBits int
 }
 
 // Why a Session ended, as Err reports it.
@@ -173,7 +168,7 @@ func (f *fence) allows(sinceBase time.Duration, unixMS int64) bool {
 // renewed at once, but Fence refuses every ID until TTL + ClockSkew after
 // it was asked for (Opens), since the store may have forgotten a holder
 // that is still issuing. Errors: ErrInvalidConfig; ErrNoWorkerID;
-// ErrUnavailable; ErrLayoutMismatch (cfg.Layout); ErrLeaseLost when the
+// ErrUnavailable; the error of cfg.CheckLayout; ErrLeaseLost when the
 // first renewal is refused or cannot be made before the deadline; ctx's
 // error (a lease granted meanwhile is released).
 func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
@@ -187,8 +182,8 @@ func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	actx, cancel := context.WithTimeout(ctx, ttl/3)
 	sent := cfg.Now()
 	s.lease, err = s.svc.acquire(actx, cfg.Cluster, "", sent)
-	if err == nil && cfg.Layout != nil {
-		if err = s.svc.CheckLayout(actx, s.lease.Cluster, cfg.Layout.EpochMS, cfg.Layout.WorkerBits); err != nil {
+	if err == nil && cfg.CheckLayout != nil {
+		if err = cfg.CheckLayout(actx, s.lease.Cluster); err != nil {
 			s.releaseGranted(ctx, s.lease.LastTimestampMS)
 			err = fmt.Errorf("worker ID %d granted, then given back: %w", s.lease.WorkerID, err)
 		}

@@ -2,13 +2,21 @@ package workerlease
 
 import (
 	"context"
-	"fmt"
 	"time"
-	"unicode/utf8"
 )
 
 // Store persists leases in the worker_leases table. Expiry is judged by the
 // store's own clock (the database's NOW), never the caller's.
+//
+// A Store is called by a Service (and the Sessions and Keepers on it), which
+// has checked every input once, so a Store trusts its input and checks none
+// of it: cluster is ValidCluster, token is ValidToken (Acquire's a new
+// random one), workerID is in [0, MaxWorkerID] of the Service, MaxWorkerID
+// is at least 0, ttl is at least 1ms, timestamps are from 0 to a day past
+// the Service's clock, and Holder is at most MaxHolderLen characters. Its
+// columns, keys or values hold these widths whole (leasetest checks it).
+// Whatever the store's own engine needs beyond them (a Redis hash tag) is
+// the store's to refuse.
 type Store interface {
 	// Acquire grants a worker ID in [0, maxWorkerID] of cluster that is free:
 	// never held, released, or expired by the store's clock. It prefers IDs
@@ -31,13 +39,6 @@ type Store interface {
 	// it can never free an ID someone else now holds. lastTimestampMS is raised as
 	// in Renew. Errors as Renew.
 	Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
-
-	// CheckLayout records the snowflake layout of cluster (its epoch in Unix
-	// milliseconds and its worker bits) on first use and refuses a different
-	// one afterwards with ErrLayoutMismatch: holders of one cluster with
-	// different layouts could compose the same ID from different parts, and a
-	// later epoch repeats earlier IDs. The record never changes once made.
-	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 }
 
 // AcquireRequest is the input of Store.Acquire.
@@ -69,47 +70,20 @@ type Lease struct {
 	NoHistory bool
 }
 
-// The widths of the SQL store's columns, which every Store keeps to, so that
-// a deployment can move its leases from one store to another.
+// The widths of the SQL store's columns, which every Store holds whole, so
+// that a deployment can move its leases from one store to another. The
+// Service never passes a Store more: a cluster is ValidCluster (at most
+// MaxClusterLen characters), a token ValidToken (shorter than MaxTokenLen),
+// and a holder is cut to MaxHolderLen characters.
 const (
 	MaxClusterLen = 64  // characters of a cluster name
 	MaxTokenLen   = 32  // characters of a token
-	MaxHolderLen  = 255 // characters of a holder; longer ones are cut
+	MaxHolderLen  = 255 // characters of a holder; the Service cuts longer ones
 )
 
-// CheckArgs is the input check every Store makes before it touches its data,
-// so that all refuse the same things in the same words: ErrInvalidToken for
-// an empty token (it marks a released ID in several stores, and would match
-// one) or one over MaxTokenLen; ErrInvalidCluster for an empty cluster or
-// one over MaxClusterLen; ErrInvalidConfig for a TTL below 1ms (Release,
-// which takes none, passes time.Millisecond).
-func CheckArgs(cluster, token string, ttl time.Duration) error {
-	switch {
-	case token == "" || utf8.RuneCountInString(token) > MaxTokenLen:
-		return ErrInvalidToken
-	case cluster == "" || utf8.RuneCountInString(cluster) > MaxClusterLen:
-		return ErrInvalidCluster
-	case ttl < time.Millisecond:
-		return fmt.Errorf("%w: lease TTL %v is below 1ms", ErrInvalidConfig, ttl)
-	}
-	return nil
-}
-
-// Check is CheckArgs for an Acquire, and ErrInvalidWorkerID for a negative
-// MaxWorkerID.
-func (r AcquireRequest) Check() error {
-	if err := CheckArgs(r.Cluster, r.Token, r.TTL); err != nil {
-		return err
-	}
-	if r.MaxWorkerID < 0 {
-		return ErrInvalidWorkerID
-	}
-	return nil
-}
-
-// CutHolder shortens a holder to MaxHolderLen characters: it is free text
+// cutHolder shortens a holder to MaxHolderLen characters: it is free text
 // for operators, not worth refusing a lease over.
-func CutHolder(s string) string {
+func cutHolder(s string) string {
 	n := MaxHolderLen
 	for i := range s {
 		if n == 0 {

@@ -23,13 +23,15 @@ func Example_session() {
 	if err != nil {
 		panic(err)
 	}
-	svc, err := workerlease.NewService(workerlease.NewMemoryStore(nil), workerlease.Config{
+	st := workerlease.NewMemoryStore(nil)
+	svc, err := workerlease.NewService(st, workerlease.Config{
 		Cluster: "orders", MaxWorkerID: layout.MaxWorkerID(), TTL: 30 * time.Second,
 	})
 	if err != nil {
 		panic(err)
 	}
-	if err := svc.CheckLayout(ctx, "", layout.Epoch.UnixMilli(), layout.WorkerBits); err != nil {
+	// The store records the cluster's layout; another layout is refused.
+	if err := st.CheckLayout(ctx, "orders", layout.Epoch.UnixMilli(), layout.WorkerBits); err != nil {
 		panic(err)
 	}
 	sess, err := workerlease.NewSession(ctx, workerlease.SessionConfig{Service: svc})

@@ -159,9 +159,9 @@ func TestSourceServesPastTheLifetimeRule(t *testing.T) {
 }
 
 // TestSourceWorkerIDOutsideTheLayout: a keeper granting worker IDs the
-// layout cannot carry (a misconfiguration Service.CheckLayout refuses at
-// start) gets an error from the generator, never an ID with a corrupt
-// worker field.
+// layout cannot carry (a misconfiguration idalloc never builds: its
+// Service's MaxWorkerID is the layout's) gets an error from the generator,
+// never an ID with a corrupt worker field.
 func TestSourceWorkerIDOutsideTheLayout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := workerlease.NewMemoryStore(nil)

@@ -45,6 +45,9 @@ import (
 type Store interface {
 	segment.Store
 	workerlease.Store
+	// CheckLayout records a cluster's snowflake layout (the layout gate's
+	// need, not workerlease's).
+	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 	Close() error
 }
 

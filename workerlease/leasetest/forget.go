@@ -44,7 +44,7 @@ func testForgottenGrant(t *testing.T, e env) {
 	st := e.open(t)
 	a := mustAcquire(t, st, acquireRequest("token-a", 1))
 	mustRenew(t, st, a, time.Now().UnixMilli())
-	if err := st.CheckLayout(t.Context(), cluster, 0, 1); err != nil {
+	if err := layouts(t, st).CheckLayout(t.Context(), cluster, 0, 1); err != nil {
 		t.Fatalf("CheckLayout: %v", err)
 	}
 	e.forget(t)
