@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -102,7 +103,7 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 		return nil, err
 	}
 	k.grant = grant
-	k.store = &leaseStore{g: cfg.Generator, ttl: ttl, first: &grant}
+	k.store = &leaseStore{g: cfg.Generator, ttl: ttl}
 	fail := func(err error) (*Keeper, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), c.reqTimeout)
 		defer cancel()
@@ -118,12 +119,17 @@ func NewKeeper(ctx context.Context, cfg KeeperConfig) (*Keeper, error) {
 	if err != nil {
 		return fail(err)
 	}
-	// NewSession releases the grant itself when its first renewal fails.
+	// The session keeps the grant made over HTTP (it acquires nothing) and
+	// owns it once it has accepted its config: it releases the grant itself
+	// when its first renewal fails.
 	k.session, err = workerlease.NewSession(ctx, workerlease.SessionConfig{
-		Service: svc, Cluster: grant.Cluster, Now: k.now, Margin: cfg.Margin,
+		Service: svc, Lease: &grant, Now: k.now, Margin: cfg.Margin,
 		RetryInterval: cfg.RetryInterval, Logger: cfg.Logger, ClockSkew: cfg.ClockSkew,
 	})
 	switch {
+	case errors.Is(err, workerlease.ErrInvalidConfig):
+		// The server granted a lease its own Service would not renew.
+		return fail(fmt.Errorf("worker ID %d: the server's grant cannot be kept: %w", grant.WorkerID, err))
 	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:
@@ -213,31 +219,28 @@ func (k *Keeper) Close(ctx context.Context, lastTimestampMS int64) error {
 	return k.closeErr
 }
 
-// leaseStore presents the HTTP lease API to workerlease as a Store, for
-// one lease: the one Acquire a session makes hands over the lease NewKeeper
-// acquired; any other finds no worker ID. Renew asks
-// the server, whose TTL is its own: a renewal that reports a shorter TTL
-// than the fence counts on is treated as failed.
+// leaseStore presents the HTTP lease API's renew and release to
+// workerlease as a Store, for the one lease NewKeeper acquired over HTTP and
+// its session wraps (SessionConfig.Lease). Renew asks the server, whose TTL
+// is its own: a renewal that reports a shorter TTL than the fence counts on
+// is treated as failed.
 type leaseStore struct {
-	g     *Generator
-	ttl   time.Duration
-	mu    sync.Mutex
-	first *workerlease.Lease
-	last  atomic.Pointer[workerlease.Lease] // as of the last good renewal
-	err   atomic.Pointer[error]             // the last renewal's error
+	g    *Generator
+	ttl  time.Duration
+	last atomic.Pointer[workerlease.Lease] // as of the last good renewal
+	err  atomic.Pointer[error]             // the last renewal's error
 }
 
 var _ workerlease.Store = (*leaseStore)(nil)
 
+// errNeverAcquires answers Acquire: NewKeeper acquires over HTTP itself and
+// hands the grant to its session, which then acquires nothing.
+var errNeverAcquires = errors.New("the HTTP keeper's lease store never acquires: NewKeeper acquires over HTTP and its session wraps the grant")
+
+// Acquire implements workerlease.Store (workerlease.Service needs one
+// whole); it is never called, and refuses.
 func (s *leaseStore) Acquire(context.Context, workerlease.AcquireRequest) (workerlease.Lease, error) {
-	s.mu.Lock()
-	l := s.first
-	s.first = nil
-	s.mu.Unlock()
-	if l != nil {
-		return *l, nil
-	}
-	return workerlease.Lease{}, workerlease.ErrNoWorkerID
+	return workerlease.Lease{}, errNeverAcquires
 }
 
 func (s *leaseStore) Renew(ctx context.Context, cluster string, workerID int64, token string, _ time.Duration, lastTimestampMS int64) (workerlease.Lease, error) {

@@ -3,6 +3,7 @@ package workerlease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,11 +40,15 @@ type Keeper struct {
 }
 
 // NewKeeper returns a Keeper that is not started. Errors (ErrInvalidConfig)
-// as NewSession's.
+// as NewSession's, and a Lease: a Keeper acquires each of its leases, as it
+// starts a session after every loss.
 func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Lease != nil {
+		return nil, fmt.Errorf("%w: a Keeper acquires its own leases; Lease is for NewSession", ErrInvalidConfig)
 	}
 	return &Keeper{cfg: cfg}, nil
 }

@@ -4,90 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 )
-
-// SessionConfig tunes a Session. Zero values mean the documented defaults.
-type SessionConfig struct {
-	// Service grants and renews the lease; required.
-	Service *Service
-	// Cluster is the cluster to lease from; "" means the Service's default.
-	Cluster string
-	// Now is the holder's clock. It should carry a monotonic reading (as
-	// time.Now's does) so that the fence is immune to wall-clock steps; a
-	// generator fenced by the Session must use the same clock. nil means
-	// time.Now. Waits use package time's timers, which testing/synctest
-	// fakes, so tests need no clock of their own for them.
-	Now func() time.Time
-	// Margin is subtracted from the TTL to get the local deadline, to absorb
-	// the drift between this clock's rate and the store's. 0 means TTL/10; it
-	// must be below TTL/2 so renewals (every TTL/3) can happen before the
-	// deadline.
-	Margin time.Duration
-	// RetryInterval is the wait between failed renewals (jittered, and
-	// never past the deadline). 0 means 1s.
-	RetryInterval time.Duration
-	// ClockSkew is the most the clocks of two holders of one worker ID may
-	// disagree (snowflake.max_drift_error). A grant with no history
-	// (Lease.NoHistory) opens its fence only TTL + ClockSkew after it was
-	// asked for: by then any holder of a lease the store forgot has been
-	// refused a renewal or passed its own deadline, and its last IDs lie
-	// below this holder's clock. Negative is an error.
-	ClockSkew time.Duration
-	// CheckLayout, when set, is called with the granted lease's cluster
-	// after every grant, before the session is used. A generator's owner
-	// sets it to check the cluster's recorded snowflake layout (the stores'
-	// CheckLayout): a store that forgot its leases forgot the cluster's
-	// layout with them, and the first holder after that records its own, so
-	// a holder of another layout must learn of it at its next grant, not
-	// only at its process's start. An error releases the grant and ends
-	// NewSession with it (the stores' ErrLayoutMismatch for a mismatch).
-	// workerlease knows no layout: it only makes the call.
-	CheckLayout func(ctx context.Context, cluster string) error
-	// Logger receives lease events. nil means no logging.
-	Logger *slog.Logger
-
-	// randN returns a random duration in [0, n) for the retries' jitter;
-	// rand.N unless a test fixes it.
-	randN func(n time.Duration) time.Duration
-}
-
-// resolve applies the defaults and checks the rest (ErrInvalidConfig).
-func (c SessionConfig) resolve() (SessionConfig, error) {
-	if c.Service == nil {
-		return c, fmt.Errorf("%w: nil Service", ErrInvalidConfig)
-	}
-	ttl := c.Service.TTL()
-	switch {
-	case c.Margin < 0 || c.Margin >= ttl/2:
-		return c, fmt.Errorf("%w: Margin %v is outside [0, TTL/2 = %v)", ErrInvalidConfig, c.Margin, ttl/2)
-	case c.Margin == 0:
-		c.Margin = ttl / 10
-	}
-	if c.ClockSkew < 0 {
-		return c, fmt.Errorf("%w: ClockSkew %v is negative", ErrInvalidConfig, c.ClockSkew)
-	}
-	switch {
-	case c.RetryInterval < 0:
-		return c, fmt.Errorf("%w: RetryInterval %v is negative", ErrInvalidConfig, c.RetryInterval)
-	case c.RetryInterval == 0:
-		c.RetryInterval = time.Second
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.randN == nil {
-		c.randN = rand.N[time.Duration]
-	}
-	return c, nil
-}
 
 // Why a Session ended, as Err reports it.
 var (
@@ -99,7 +19,8 @@ var (
 )
 
 // Session is one worker-ID lease, kept alive while it lasts, in the mould of
-// etcd's concurrency.Session: NewSession acquires it, a goroutine of its own
+// etcd's concurrency.Session: NewSession acquires it (or takes over a grant
+// already made, SessionConfig.Lease), a goroutine of its own
 // renews it every TTL/3, Done is closed once when the lease can no longer be
 // proven held, and Close releases it. Sessions do not come back: after a
 // loss, the holder starts a new one (Keeper does that).
@@ -159,18 +80,20 @@ func (f *fence) allows(sinceBase time.Duration, unixMS int64) bool {
 	return sinceBase < f.deadline && unixMS <= f.reserve
 }
 
-// NewSession acquires a worker ID of cfg.Cluster and renews it once, so that
-// a timestamp reservation is stored before Fence lets any ID through; then it
-// keeps the lease in a goroutine of its own until Close, Abandon, GiveUp or
-// a loss. ctx bounds the acquisition only. The Lease's LastTimestampMS is
-// the previous holders' reservation: a generator under this session must
-// start after it. A grant with no history (Lease.NoHistory) is held and
-// renewed at once, but Fence refuses every ID until TTL + ClockSkew after
-// it was asked for (Opens), since the store may have forgotten a holder
-// that is still issuing. Errors: ErrInvalidConfig; ErrNoWorkerID;
-// ErrUnavailable; the error of cfg.CheckLayout; ErrLeaseLost when the
-// first renewal is refused or cannot be made before the deadline; ctx's
-// error (a lease granted meanwhile is released).
+// NewSession acquires a worker ID of cfg.Cluster (or takes cfg.Lease, a grant
+// already made) and renews it once, so that a timestamp reservation is
+// stored before Fence lets any ID through; then it keeps the lease in a
+// goroutine of its own until Close, Abandon, GiveUp or a loss. ctx bounds
+// the acquisition and the first renewal only. The Lease's LastTimestampMS
+// is the previous holders' reservation: a generator under this session
+// must start after it. A grant with no history (Lease.NoHistory) is held
+// and renewed at once, but Fence refuses every ID until TTL + ClockSkew
+// after it was asked for, or for a wrapped grant after NewSession was
+// called (Opens), since the store may have forgotten a holder that is
+// still issuing. Errors: ErrInvalidConfig; ErrNoWorkerID; ErrUnavailable;
+// the error of cfg.CheckLayout; ErrLeaseLost when the first renewal is
+// refused or cannot be made before the deadline; ctx's error (a lease
+// granted meanwhile, or wrapped, is released).
 func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
@@ -180,8 +103,20 @@ func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		giveUp: make(chan struct{}), exited: make(chan struct{})}
 	ttl := s.svc.TTL()
 	actx, cancel := context.WithTimeout(ctx, ttl/3)
+	// sent is when the grant was asked for: the origin of the wait of a
+	// grant with no history and of the first renewal's deadline. A wrapped
+	// grant was asked for before this call, so sent is later than that,
+	// which is still safe: the wait (TTL + ClockSkew from sent) ends later
+	// than it must, never sooner; and the deadline only bounds the first
+	// renewal's retries, since the fence opens on a renewal alone, counted
+	// from when that renewal was sent, and a grant the store expired
+	// meanwhile is refused at it (ErrLeaseLost).
 	sent := cfg.Now()
-	s.lease, err = s.svc.acquire(actx, cfg.Cluster, "", sent)
+	if cfg.Lease != nil {
+		s.lease = *cfg.Lease
+	} else {
+		s.lease, err = s.svc.acquire(actx, cfg.Cluster, "", sent)
+	}
 	if err == nil && cfg.CheckLayout != nil {
 		if err = cfg.CheckLayout(actx, s.lease.Cluster); err != nil {
 			s.releaseGranted(ctx, s.lease.LastTimestampMS)
@@ -203,7 +138,9 @@ func NewSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 			"cluster", s.lease.Cluster, "worker_id", s.lease.WorkerID, "wait", ttl+cfg.ClockSkew)
 	}
 	// The first renewal is sent at once: no ID may be issued before a
-	// reservation is stored. Until it succeeds the grant bounds the lease.
+	// reservation is stored. Until it succeeds the grant bounds the lease:
+	// the deadline below only ends its retries (for a wrapped grant the
+	// store may expire it sooner, and then refuses the renewal).
 	deadline := s.since(sent) + ttl - cfg.Margin
 	for {
 		f, err := s.renew(ctx, deadline)
