@@ -86,11 +86,11 @@ type advanceFlags struct {
 }
 
 // parseAdvance reads advance's flags and refuses the combinations that make
-// no sense; migration.Advance.Check refuses the values.
-func parseAdvance(args []string, stderr io.Writer) (advanceFlags, error) {
+// no sense; migration.Advance.Check refuses the values. The usage asked
+// for goes to stdout, with a flag error to stderr.
+func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error) {
 	var f advanceFlags
 	fs := flag.NewFlagSet("idalloc advance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), advanceUsage)
 		fs.PrintDefaults()
@@ -103,7 +103,7 @@ func parseAdvance(args []string, stderr io.Writer) (advanceFlags, error) {
 	fs.DurationVar(&f.leaseFor, "lease-for", 0, "move the leases to now + this (default: -for, at least snowflake.lease_ttl + snowflake.max_drift_error)")
 	only := fs.String("only", "", `"segments" or "leases": move only those (default: both)`)
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would move, and write nothing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -169,7 +169,7 @@ func advanceOf(f advanceFlags, cfg settings) migration.Advance {
 }
 
 func advance(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	a, cfg, err := planAdvance(args, stderr, getenv)
+	a, cfg, err := planAdvance(args, stdout, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func advance(args []string, stdout, stderr io.Writer, getenv func(string) string
 	defer cancel()
 	st, err := openStore(ctx, cfg.Driver, cfg.DSN, false, nil)
 	if err != nil {
-		return fmt.Errorf("open %s store: %w", cfg.Driver, err)
+		return openError(cfg, err)
 	}
 	defer st.Close()
 	var leases migration.Leases
@@ -198,8 +198,8 @@ func advance(args []string, stdout, stderr io.Writer, getenv func(string) string
 // planAdvance parses args, loads the config they name and checks the run:
 // whatever advance refuses, it refuses here, before a connection, let
 // alone a write.
-func planAdvance(args []string, stderr io.Writer, getenv func(string) string) (migration.Advance, settings, error) {
-	f, err := parseAdvance(args, stderr)
+func planAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string) (migration.Advance, settings, error) {
+	f, err := parseAdvance(args, stdout, stderr)
 	if err != nil {
 		return migration.Advance{}, settings{}, err
 	}

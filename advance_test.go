@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	migration "github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -77,7 +80,7 @@ func TestPlanAdvance(t *testing.T) {
 		{name: "an argument left over", args: []string{"-by", "1", "now"}, wantErr: `unexpected argument "now"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := planAdvance(append([]string{"-config", cfgPath}, tc.args...), io.Discard, noEnv)
+			got, _, err := planAdvance(append([]string{"-config", cfgPath}, tc.args...), io.Discard, io.Discard, noEnv)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("planAdvance(%q): %v", tc.args, err)
@@ -91,10 +94,11 @@ func TestPlanAdvance(t *testing.T) {
 }
 
 func TestAdvanceHelp(t *testing.T) {
-	var stderr bytes.Buffer
-	err := advance([]string{"-h"}, io.Discard, &stderr, noEnv)
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "Usage: idalloc advance") {
-		t.Errorf("advance -h = %v, printing %q; want flag.ErrHelp and the usage", err, stderr.String())
+	var stdout, stderr bytes.Buffer
+	err := advance([]string{"-h"}, &stdout, &stderr, noEnv)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout.String(), "Usage: idalloc advance") || stderr.Len() > 0 {
+		t.Errorf("advance -h = %v, printing %q to stdout and %q to stderr; want flag.ErrHelp and the usage on stdout",
+			err, stdout.String(), stderr.String())
 	}
 }
 
@@ -165,5 +169,62 @@ func TestAdvanceCommand(t *testing.T) {
 	}
 	if floor := before.Add(31 * time.Second).UnixMilli(); len(history) != 1 || history[0].LastTimestampMS < floor {
 		t.Errorf("lease history after advance = %+v, want last_timestamp_ms at least now + 31s (%d)", history, floor)
+	}
+}
+
+// TestAdvanceNamesTheDSNSource: refused credentials and a database
+// without idalloc's tables are fixed where the dsn was set, so advance
+// names that place, as the server's start does, never the password.
+func TestAdvanceNamesTheDSNSource(t *testing.T) {
+	dsn := storetest.MySQLDSN(t) // an empty database
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := cfg.Clone()
+	wrong.Passwd = "n0t-the-pa55word"
+	cases := []struct {
+		name string
+		dsn  string
+		env  bool // the dsn comes from IDALLOC_DSN, not the file
+		want []string
+	}{
+		{"wrong password, from the environment", wrong.FormatDSN(), true,
+			[]string{`IDALLOC_DSN (key "dsn"): `, "credentials refused for " + cfg.User + "@" + cfg.Addr, "correct the user or password there"}},
+		{"wrong password, in the file", wrong.FormatDSN(), false,
+			[]string{`key "dsn": `, "credentials refused", "correct the user or password there"}},
+		{"no tables, in the file", dsn, false,
+			[]string{`key "dsn": open mysql ` + cfg.Addr + "/" + cfg.DBName, "idalloc's tables are missing", "schema.sql"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := `{"driver": "mysql", "dsn": "unused:x@tcp(127.0.0.1:1)/unused"}`
+			getenv := func(k string) string {
+				if k == "IDALLOC_DSN" {
+					return c.dsn
+				}
+				return ""
+			}
+			if !c.env {
+				body, getenv = fmt.Sprintf(`{"driver": "mysql", "dsn": %q}`, c.dsn), noEnv
+			}
+			path := writeConfig(t, body)
+			err := advance([]string{"-config", path, "-by", "10"}, io.Discard, io.Discard, getenv)
+			if err == nil {
+				t.Fatal("advance: got no error")
+			}
+			t.Logf("idalloc advance: %v", err)
+			if !c.env && !strings.Contains(err.Error(), "config "+path+": ") {
+				t.Errorf("error %q does not name the config file %s", err, path)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), wrong.Passwd) || strings.Contains(err.Error(), "supervisor") {
+				t.Errorf("error %q shows the password or blames a database that is down", err)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,22 +42,39 @@ type serveFlags struct {
 	version        bool
 }
 
+// parseFlags parses args with fs. The usage asked for (-help, -h) goes to
+// stdout, so that `idalloc -help | less` pages it; a flag error, with the
+// usage after it, goes to stderr. It returns fs.Parse's error, flag.ErrHelp
+// for the usage asked for.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	var printed bytes.Buffer
+	fs.SetOutput(&printed)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	out := stderr
+	if errors.Is(err, flag.ErrHelp) {
+		out = stdout
+	}
+	_, _ = printed.WriteTo(out) // a terminal or pipe gone: nothing to tell
+	return err
+}
+
 // parseServe reads the flags of `idalloc` serving. -help and -h print the
-// usage to out and return flag.ErrHelp. An argument left over is refused:
-// a mistyped command ("idalloc migrat") must not start a server.
-func parseServe(args []string, out io.Writer) (serveFlags, error) {
+// usage to stdout and return flag.ErrHelp; a flag error prints it to
+// stderr. An argument left over is refused: a mistyped command ("idalloc
+// migrat") must not start a server.
+func parseServe(args []string, stdout, stderr io.Writer) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("idalloc", flag.ContinueOnError)
-	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprint(out, serveUsage)
+		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
-		printEnvironment(out)
+		printEnvironment(fs.Output())
 	}
 	fs.StringVar(&f.configPath, "config", "config.json", "config file (JSON); named with -config, it must exist")
 	fs.BoolVar(&f.initSchema, "init-schema", false, "apply schema.sql to the MySQL database before serving (create missing tables, add missing columns), and turn TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {

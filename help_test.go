@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,7 @@ func TestHelpExitsZero(t *testing.T) {
 // every IDALLOC_ variable that config.go reads, with the key it replaces.
 func TestHelpNamesEverything(t *testing.T) {
 	var out bytes.Buffer
-	if _, err := parseServe([]string{"-help"}, &out); !errors.Is(err, flag.ErrHelp) {
+	if _, err := parseServe([]string{"-help"}, &out, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parseServe(-help): got %v, want flag.ErrHelp", err)
 	}
 	help := out.String()
@@ -81,7 +82,7 @@ func TestServeRefusesArguments(t *testing.T) {
 		{[]string{"-init-schema", "serve"}, `unknown command "serve"`},
 	}
 	for _, c := range cases {
-		_, err := parseServe(c.args, io.Discard)
+		_, err := parseServe(c.args, io.Discard, io.Discard)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("idalloc %q: got %v, want no error", c.args, err)
@@ -89,4 +90,63 @@ func TestServeRefusesArguments(t *testing.T) {
 			t.Errorf("idalloc %q: got %v, want an error saying %s", c.args, err, c.want)
 		}
 	}
+}
+
+// TestHelpGoesToStdout: the usage asked for goes to stdout, so that
+// `idalloc -help | less` pages it; a flag error, and the usage after it,
+// go to stderr.
+func TestHelpGoesToStdout(t *testing.T) {
+	cases := []struct {
+		name       string
+		parse      func(args []string, stdout, stderr io.Writer) error
+		args       []string
+		wantStdout string // "" for nothing
+		wantStderr string // "" for nothing
+	}{
+		{"idalloc -help", parseServeOnly, []string{"-help"}, "Usage: idalloc [-config PATH]", ""},
+		{"idalloc -nope", parseServeOnly, []string{"-nope"}, "", "flag provided but not defined: -nope\nUsage: idalloc"},
+		{"idalloc migrate -help", migrate, []string{"-help"}, "Usage: idalloc migrate", ""},
+		{"idalloc migrate -nope", migrate, []string{"-nope"}, "", "flag provided but not defined: -nope\nUsage: idalloc migrate"},
+		{"idalloc advance -h", advanceNoEnv, []string{"-h"}, "Usage: idalloc advance", ""},
+		{"idalloc advance -by x", advanceNoEnv, []string{"-by", "x"}, "", `invalid value "x" for flag -by`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := c.parse(c.args, &stdout, &stderr)
+			switch help := c.wantStdout != ""; {
+			case help && !errors.Is(err, flag.ErrHelp):
+				t.Errorf("%s: got error %v, want flag.ErrHelp", c.name, err)
+			case !help && (err == nil || errors.Is(err, flag.ErrHelp)):
+				t.Errorf("%s: got error %v, want a flag error", c.name, err)
+			}
+			for _, o := range []struct {
+				name      string
+				got, want string
+			}{{"stdout", stdout.String(), c.wantStdout}, {"stderr", stderr.String(), c.wantStderr}} {
+				if (o.want == "") != (o.got == "") || !strings.Contains(o.got, o.want) {
+					t.Errorf("%s: %s got %q, want %s", c.name, o.name, o.got, quoteOr(o.want, "nothing"))
+				}
+			}
+		})
+	}
+}
+
+// parseServeOnly is parseServe with migrate's signature.
+func parseServeOnly(args []string, stdout, stderr io.Writer) error {
+	_, err := parseServe(args, stdout, stderr)
+	return err
+}
+
+// advanceNoEnv is advance without IDALLOC_* variables.
+func advanceNoEnv(args []string, stdout, stderr io.Writer) error {
+	return advance(args, stdout, stderr, noEnv)
+}
+
+// quoteOr is s quoted, or otherwise when s is empty.
+func quoteOr(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return strconv.Quote(s)
 }

@@ -80,11 +80,11 @@ const notWaiting = "idalloc does not wait for the database at start: start it fi
 
 // startStore opens the configured store once, logging what -init-schema
 // changed. The error names the database's host and name (the store's
-// errors never carry the password) and says what to do: for refused
-// credentials, fix the dsn (named by where it came from); for missing or
-// outdated tables, the statement or flag that fixes them (the store says
-// it); for a database that does not answer, that it was not retried. Only
-// the last is one a restart may cure.
+// errors never carry the password) and says what to do (see openError):
+// for refused credentials, fix the dsn (named by where it came from); for
+// missing or outdated tables, the statement or flag that fixes them (the
+// store says it); for a database that does not answer, that it was not
+// retried. Only the last is one a restart may cure.
 func startStore(ctx context.Context, cfg settings, initSchema bool, log *slog.Logger) (dataStore, error) {
 	changed := false
 	st, err := openStore(ctx, cfg.Driver, cfg.DSN, initSchema, func(change string) {
@@ -97,19 +97,32 @@ func startStore(ctx context.Context, cfg settings, initSchema bool, log *slog.Lo
 			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
 		}
 		return st, nil
-	case errors.Is(err, store.ErrAccessDenied):
-		return nil, fmt.Errorf("%s: %w; correct the user or password there", cfg.sources.origin("dsn"), err)
-	case cfg.Driver == "mysql" && ctx.Err() == nil &&
+	case cfg.Driver == "mysql" && ctx.Err() == nil && !errors.Is(err, store.ErrAccessDenied) &&
 		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
 		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
-	case cfg.Driver == "mysql":
-		return nil, err // it says "open mysql host/db" already
 	}
-	return nil, fmt.Errorf("open %s store: %w", cfg.Driver, err)
+	return nil, openError(cfg, err)
+}
+
+// openError explains err, from opening cfg's store, as the server's start
+// and idalloc advance report it: refused credentials and a database
+// without idalloc's tables (not yet prepared, or not the one meant) are
+// fixed where the dsn was set, so they name that place (the environment
+// variable, or the config file and key).
+func openError(cfg settings, err error) error {
+	switch {
+	case errors.Is(err, store.ErrAccessDenied):
+		return fmt.Errorf("%s: %w; correct the user or password there", cfg.sources.origin("dsn"), err)
+	case errors.Is(err, store.ErrMissingTables):
+		return fmt.Errorf("%s: %w", cfg.sources.origin("dsn"), err)
+	case cfg.Driver == "mysql":
+		return err // it says "open mysql host/db" already
+	}
+	return fmt.Errorf("open %s store: %w", cfg.Driver, err)
 }
 
 func run(args []string) error {
-	flags, err := parseServe(args, os.Stderr)
+	flags, err := parseServe(args, os.Stdout, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage was asked for and printed
 	}

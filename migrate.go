@@ -18,14 +18,16 @@ import (
 
 // migrateUsage heads the flag list of `idalloc migrate -h`.
 const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|leaf] [-from-dsn DSN]
-                       [-to-driver mysql|sqlite] -to-dsn DSN [-init-schema]
+                       [-to-driver mysql|sqlite] -to-dsn DSN [-init-schema] [-force]
 
 Carries every tag from one store to another so that no ID repeats after the
 move: on the target, a tag's max_id is raised to at least the source's (never
 lowered), and a missing tag is created; each cluster's snowflake layout and
 each worker ID's last timestamp are carried over too. It prints one line per
 tag, and running it again is harmless. Stop every instance on the source
-first, gracefully, so that their unused IDs are back in it.
+first, gracefully, so that their unused IDs are back in it: a source still
+in use is refused (a SQLite file another process holds open, a worker
+lease not yet expired by the database's clock), unless -force.
 
 The source is opened read-only and never written, so a file or database this
 user may only read will do:
@@ -64,7 +66,6 @@ func migrateMain(args []string) error {
 
 func migrate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("idalloc migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), migrateUsage)
 		fs.PrintDefaults()
@@ -74,7 +75,8 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	toDriver := fs.String("to-driver", "mysql", "target driver: mysql or sqlite")
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
 	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables, turn TIMESTAMP columns into DATETIME(3), add the number-format columns")
-	if err := fs.Parse(args); err != nil {
+	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -90,12 +92,34 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	report := func(line string) { fmt.Fprintln(stdout, line) }
+	// Before the source is opened: SQLiteHolder would report this
+	// process's own locks on the file (on Linux), and its close drops them.
+	var inUse []string
+	if *fromDriver == "sqlite" {
+		why, err := sqliteInUse(*fromDSN)
+		if err != nil {
+			return fmt.Errorf("open source: %w", err)
+		}
+		inUse = append(inUse, why...)
+	}
 	from, err := openSource(ctx, *fromDriver, *fromDSN)
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)
 	}
 	defer from.Close()
-	report := func(line string) { fmt.Fprintln(stdout, line) }
+	why, err := leasesInUse(ctx, from)
+	if err != nil {
+		return fmt.Errorf("read source: %w", err)
+	}
+	if inUse = append(inUse, why...); len(inUse) > 0 {
+		if !*force {
+			return sourceInUseError{driver: *fromDriver, reasons: inUse}
+		}
+		for _, w := range inUse {
+			report("source in use, copied anyway (-force): " + w)
+		}
+	}
 	to, err := openStore(ctx, *toDriver, *toDSN, *initSchema, func(change string) { report("init-schema: " + change) })
 	if err != nil {
 		return fmt.Errorf("open target: %w", err)
@@ -118,6 +142,7 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 type source interface {
 	tagSource
 	historySource
+	LiveLeases(ctx context.Context) ([]store.LiveLease, error)
 	Close() error
 }
 

@@ -46,6 +46,10 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			// Stopped first, as documented: a source still open is refused.
+			if err := from.Close(); err != nil {
+				t.Fatal(err)
+			}
 			toDB := target.NewDB(t) // has test_business at max_id 0, no "order"
 			// The documented command, as an operator runs it.
 			cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
@@ -274,11 +278,14 @@ func TestMigrateInitSchemaPreparesTheTarget(t *testing.T) {
 }
 
 func TestMigrateUsage(t *testing.T) {
-	var usage strings.Builder
-	if err := migrate([]string{"-h"}, io.Discard, &usage); !errors.Is(err, flag.ErrHelp) {
+	var usage, stderr strings.Builder
+	if err := migrate([]string{"-h"}, &usage, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("migrate -h: error = %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "leaf_alloc", "read-only"} {
+	if stderr.Len() > 0 {
+		t.Errorf("migrate -h printed %q to stderr, want the usage on stdout only", stderr.String())
+	}
+	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "leaf_alloc", "read-only", "-force"} {
 		if !strings.Contains(usage.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, usage.String())
 		}
