@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/store/storetest"
 )
@@ -65,7 +61,6 @@ func TestScrapeIsClean(t *testing.T) {
 	promtool, promErr := exec.LookPath("promtool")
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
-			ctx := context.Background()
 			st, ok := d.Open(t).(dataStore)
 			if !ok {
 				t.Fatalf("the %s store is not a dataStore", d.Name)
@@ -80,35 +75,7 @@ func TestScrapeIsClean(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			metrics, err := server.NewMetrics(reg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			alloc, err := segment.New(ctx, st, segment.Config{Observer: metrics})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = alloc.Close(ctx) })
-			log := slog.New(slog.DiscardHandler)
-			leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, log, metrics)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv, err := server.New(server.Config{Metrics: metrics, Gatherer: reg, Logger: log},
-				server.Deps{Segments: alloc, Store: st, Leases: leases, Snowflake: source, OwnLease: keeper})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = srv.Close() })
-			keeper.Start(ctx)
-			t.Cleanup(func() { _ = keeper.Close(ctx, source.LastTimestampMS()) })
-			deadline := time.Now().Add(10 * time.Second)
-			for _, held := keeper.Lease(); !held; _, held = keeper.Lease() {
-				if time.Now().After(deadline) {
-					t.Fatal("no worker lease after 10s")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			srv := wire(t, st, cfg, reg).srv
 			for _, target := range []string{"/alloc?app_tag=test_business", "/alloc?app_tag=test_business&count=3", "/snowflake"} {
 				if rec := serveGet(srv, target); rec.Code != 200 {
 					t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)

@@ -6,14 +6,11 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idalloc/idalloc/resp"
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -28,36 +25,10 @@ func TestSnowflakeCountedWhicheverFrontEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	metrics, err := server.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc, err := segment.New(ctx, st, segment.Config{Observer: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = alloc.Close(ctx) })
+	w := wire(t, st.(dataStore), cfg, prometheus.NewRegistry())
+	srv, source := w.srv, w.source
 	log := slog.New(slog.DiscardHandler)
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, log, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keeper.Start(ctx)
-	t.Cleanup(func() { _ = keeper.Close(ctx, source.LastTimestampMS()) })
-	for deadline := time.Now().Add(10 * time.Second); keeper.Session() == nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no worker lease after 10s")
-		}
-	}
-
-	srv, err := server.New(server.Config{Metrics: metrics, Gatherer: reg, Logger: log},
-		server.Deps{Segments: alloc, Store: st, Leases: leases, Snowflake: source, OwnLease: keeper})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	respSrv, err := resp.New(resp.Config{Logger: log}, resp.Deps{Segments: alloc, Snowflake: source})
+	respSrv, err := resp.New(resp.Config{Logger: log}, resp.Deps{Segments: w.alloc, Snowflake: source})
 	if err != nil {
 		t.Fatal(err)
 	}
