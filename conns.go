@@ -49,10 +49,14 @@ type connLimiter struct {
 	closeOnce sync.Once
 
 	idleClosed atomic.Int64 // idle connections closed to make room
+	// idleSeq numbers the moments connections go idle, so the longest
+	// idle is the one with the lowest number; waiting counts Accepts
+	// waiting for room, the only ones a connection going idle must wake.
+	idleSeq atomic.Uint64
+	waiting atomic.Int32
 
 	mu    sync.Mutex
 	conns map[*limitedConn]struct{}
-	idle  idleList
 }
 
 func limitConns(ln net.Listener, max int) *connLimiter {
@@ -91,42 +95,63 @@ func (l *connLimiter) admit(lc *limitedConn) error {
 			l.mu.Unlock()
 			return nil
 		}
-		oldest := l.idle.popFront()
+		oldest, seq := l.longestIdle()
 		l.mu.Unlock()
-		if oldest != nil {
+		// Still idle since it was seen: closed for the newcomer. (Had it
+		// gone active meanwhile, the CAS fails and the search starts over.)
+		if oldest != nil && oldest.idleSince.CompareAndSwap(seq, 0) {
 			l.idleClosed.Add(1)
 			_ = oldest.Close()
 			continue
 		}
+		if oldest != nil {
+			continue
+		}
+		l.waiting.Add(1)
 		select {
 		case <-l.freed:
 		case <-l.done:
+			l.waiting.Add(-1)
 			return net.ErrClosed
 		}
+		l.waiting.Add(-1)
 	}
 }
 
-// connState is http.Server's ConnState hook: it keeps the idle list, in
-// the order the connections went idle. net/http reports a connection
-// active once its next request's header is read, so one closed as idle
-// may have a request arriving on it: the same race as the idle timeout's
-// and http.Server.Shutdown's, which HTTP/1.1 clients answer by retrying an
-// idempotent request on a new connection (RFC 9112 §9.3.1).
+// longestIdle returns the open connection idle the longest and the number
+// of the moment it went idle, or nil. It looks at every open connection,
+// so it runs only at the cap: the cost of knowing who is idle is then
+// paid there, not by each request. l.mu is held.
+func (l *connLimiter) longestIdle() (*limitedConn, uint64) {
+	var oldest *limitedConn
+	var min uint64
+	for c := range l.conns {
+		if seq := c.idleSince.Load(); seq != 0 && (oldest == nil || seq < min) {
+			oldest, min = c, seq
+		}
+	}
+	return oldest, min
+}
+
+// connState is http.Server's ConnState hook: it marks a connection idle
+// with the moment's number, and active (or new, or closing) with 0. It is
+// on every request's path, twice, so it takes no lock: one atomic store,
+// and a wake-up only when an Accept waits for room. net/http reports a
+// connection active once its next request's header is read, so one closed
+// as idle may have a request arriving on it: the same race as the idle
+// timeout's and http.Server.Shutdown's, which HTTP/1.1 clients answer by
+// retrying an idempotent request on a new connection (RFC 9112 §9.3.1).
 func (l *connLimiter) connState(c net.Conn, state http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return
 	}
-	l.mu.Lock()
-	_, open := l.conns[lc]
-	switch {
-	case state == http.StateIdle && open:
-		l.idle.pushBack(lc)
-	case state != http.StateIdle:
-		l.idle.remove(lc)
+	if state != http.StateIdle {
+		lc.idleSince.Store(0)
+		return
 	}
-	l.mu.Unlock()
-	if state == http.StateIdle {
+	lc.idleSince.Store(l.idleSeq.Add(1))
+	if l.waiting.Load() > 0 {
 		l.nudge()
 	}
 }
@@ -196,9 +221,9 @@ type limitedConn struct {
 	l    *connLimiter
 	once sync.Once
 
-	// Guarded by l.mu: its place in l.idle.
-	idle       bool
-	prev, next *limitedConn
+	// idleSince is the number of the moment it went idle (connLimiter's
+	// idleSeq), 0 while it is new, in a request, or closing.
+	idleSince atomic.Uint64
 }
 
 func (c *limitedConn) Close() error {
@@ -206,55 +231,8 @@ func (c *limitedConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
-		c.l.idle.remove(c)
 		c.l.mu.Unlock()
 		c.l.nudge()
 	})
 	return err
-}
-
-// idleList is the idle connections, longest idle first. It is linked
-// through the connections themselves, so going idle and active, twice per
-// request, allocates nothing.
-type idleList struct {
-	front, back *limitedConn
-}
-
-func (q *idleList) pushBack(c *limitedConn) {
-	if c.idle {
-		return
-	}
-	c.idle, c.prev, c.next = true, q.back, nil
-	if q.back != nil {
-		q.back.next = c
-	} else {
-		q.front = c
-	}
-	q.back = c
-}
-
-func (q *idleList) remove(c *limitedConn) {
-	if !c.idle {
-		return
-	}
-	if c.prev != nil {
-		c.prev.next = c.next
-	} else {
-		q.front = c.next
-	}
-	if c.next != nil {
-		c.next.prev = c.prev
-	} else {
-		q.back = c.prev
-	}
-	c.idle, c.prev, c.next = false, nil, nil
-}
-
-// popFront removes and returns the longest-idle connection, or nil.
-func (q *idleList) popFront() *limitedConn {
-	c := q.front
-	if c != nil {
-		q.remove(c)
-	}
-	return c
 }

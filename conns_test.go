@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -93,14 +94,21 @@ func limitedServer(t *testing.T, max int, block map[string]chan struct{}) (*conn
 	return lim, ln.Addr().String()
 }
 
-// idleOrder is the limiter's idle list as the clients' local addresses,
-// longest idle first.
+// idleOrder is the limiter's idle connections as the clients' local
+// addresses, longest idle first.
 func (l *connLimiter) idleOrder() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
-	for c := l.idle.front; c != nil; c = c.next {
-		out = append(out, c.RemoteAddr().String())
+	var idle []*limitedConn
+	for c := range l.conns {
+		if c.idleSince.Load() != 0 {
+			idle = append(idle, c)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *limitedConn) int { return cmp.Compare(a.idleSince.Load(), b.idleSince.Load()) })
+	out := make([]string, len(idle))
+	for i, c := range idle {
+		out[i] = c.RemoteAddr().String()
 	}
 	return out
 }
@@ -242,52 +250,56 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// TestIdleList: the idle list keeps the order connections went idle in,
-// whatever leaves it from where, and ignores a connection already in it or
-// already out.
-func TestIdleList(t *testing.T) {
-	a, b, c := &limitedConn{}, &limitedConn{}, &limitedConn{}
-	name := map[*limitedConn]string{a: "a", b: "b", c: "c"}
+// TestLongestIdle: at the cap the connection to close is the one that
+// went idle first, whatever order they opened in, and never one that is
+// new, in a request or closed.
+func TestLongestIdle(t *testing.T) {
 	tests := []struct {
-		ops  string // p = pushBack, r = remove, then the connection
-		want string // front to back
+		name string
+		ops  string // i = goes idle, a = goes active, c = closes, then the connection
+		want string // "" for none
 	}{
-		{"pa pb pc", "abc"},
-		{"pa pb pc ra", "bc"},
-		{"pa pb pc rb", "ac"},
-		{"pa pb pc rc", "ab"},
-		{"pa pb pa", "ab"},
-		{"pa rb ra ra", ""},
-		{"pa pb ra pa", "ba"},
+		{"first idle", "ia ib ic", "a"},
+		{"active again", "ia ib ic aa", "b"},
+		{"idle again goes to the back", "ia ib aa ia", "b"},
+		{"closed", "ia ib ca", "b"},
+		{"none idle", "ia ib aa ab", ""},
+		{"new connections are not idle", "", ""},
 	}
 	for _, tt := range tests {
-		var q idleList
-		for i := 0; i < len(tt.ops); i += 3 {
-			x := map[byte]*limitedConn{'a': a, 'b': b, 'c': c}[tt.ops[i+1]]
-			if tt.ops[i] == 'p' {
-				q.pushBack(x)
-			} else {
-				q.remove(x)
+		t.Run(tt.name, func(t *testing.T) {
+			l := limitConns(nil, 10)
+			name := map[*limitedConn]string{}
+			conn := map[byte]*limitedConn{}
+			for _, n := range []byte("abc") {
+				c := &limitedConn{Conn: nopConn{}, l: l}
+				conn[n], name[c] = c, string(n)
+				l.conns[c] = struct{}{}
 			}
-		}
-		got := ""
-		for x := q.front; x != nil; x = x.next {
-			got += name[x]
-		}
-		back := ""
-		for x := q.back; x != nil; x = x.prev {
-			back = name[x] + back
-		}
-		if got != tt.want || back != tt.want {
-			t.Errorf("%s: got %q front to back, %q back to front; want %q", tt.ops, got, back, tt.want)
-		}
-		for q.popFront() != nil {
-		}
-		if q.front != nil || q.back != nil {
-			t.Errorf("%s: not empty after popping every connection", tt.ops)
-		}
+			for i := 0; i < len(tt.ops); i += 3 {
+				c := conn[tt.ops[i+1]]
+				switch tt.ops[i] {
+				case 'i':
+					l.connState(c, http.StateIdle)
+				case 'a':
+					l.connState(c, http.StateActive)
+				case 'c':
+					_ = c.Close()
+				}
+			}
+			got, _ := l.longestIdle()
+			if name[got] != tt.want {
+				t.Errorf("longestIdle = %q, want %q", name[got], tt.want)
+			}
+		})
 	}
 }
+
+// nopConn is a net.Conn whose Close does nothing, for the limiter's own
+// bookkeeping.
+type nopConn struct{ net.Conn }
+
+func (nopConn) Close() error { return nil }
 
 // TestConnLimiterCloseAll: closeAll cuts every open connection and frees
 // its slot; Close releases an Accept waiting for room, closing the
