@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,15 +132,13 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 	err = m.Ping(ctx)
 	switch {
 	case err == nil && opts.InitSchema:
-		var had bool
-		had, err = m.leaseTableExists(ctx, x)
+		// The tables missing now are the ones the schema creates: reported,
+		// and worker_leases among them gets the genesis row.
+		var missing []string
+		missing, err = m.missingTables(ctx)
 		// Columns first: schema.sql's seeded row names them all.
 		if err == nil {
 			err = m.upgradeColumns(ctx, report)
-		}
-		var missing []string
-		if err == nil {
-			missing, err = m.missingTables(ctx)
 		}
 		if err == nil {
 			err = applySchema(ctx, x, schemaMySQL)
@@ -149,7 +148,7 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 				report("created table " + t)
 			}
 		}
-		if err == nil && !had {
+		if err == nil && slices.Contains(missing, "worker_leases") {
 			// After the CREATE, not with it (MySQL commits DDL on its
 			// own): a crash between leaves no genesis row, which only
 			// costs each worker ID's first grant a wait.
