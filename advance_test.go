@@ -12,12 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	migration "github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
-	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -176,13 +173,7 @@ func TestAdvanceCommand(t *testing.T) {
 // without idalloc's tables are fixed where the dsn was set, so advance
 // names that place, as the server's start does, never the password.
 func TestAdvanceNamesTheDSNSource(t *testing.T) {
-	dsn := storetest.MySQLDSN(t) // an empty database
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrong := cfg.Clone()
-	wrong.Passwd = "n0t-the-pa55word"
+	dsn, cfg, wrong := emptyMySQL(t)
 	cases := []struct {
 		name string
 		dsn  string
