@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/etcdlease"
 	migration "github.com/idalloc/idalloc/migrate" // the root's migrate() is the older command
 	"github.com/idalloc/idalloc/redislease"
@@ -103,7 +104,7 @@ func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error)
 	fs.DurationVar(&f.leaseFor, "lease-for", 0, "move the leases to now + this (default: -for, at least snowflake.lease_ttl + snowflake.max_drift_error)")
 	only := fs.String("only", "", `"segments" or "leases": move only those (default: both)`)
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would move, and write nothing")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -147,13 +148,13 @@ func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error)
 }
 
 // advanceOf is the run f asks for under cfg, without its stores.
-func advanceOf(f advanceFlags, cfg settings) migration.Advance {
+func advanceOf(f advanceFlags, cfg config.Settings) migration.Advance {
 	a := migration.Advance{
 		Segments: f.segments,
 		Leases:   f.leases,
 		Tags:     f.tags,
 		LeaseFor: f.leaseFor,
-		LeaseMin: cfg.leaseTTL + cfg.driftError,
+		LeaseMin: cfg.Durations.LeaseTTL + cfg.Durations.MaxDriftError,
 		DryRun:   f.dryRun,
 	}
 	if f.segments {
@@ -198,14 +199,14 @@ func advance(args []string, stdout, stderr io.Writer, getenv func(string) string
 // planAdvance parses args, loads the config they name and checks the run:
 // whatever advance refuses, it refuses here, before a connection, let
 // alone a write.
-func planAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string) (migration.Advance, settings, error) {
+func planAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string) (migration.Advance, config.Settings, error) {
 	f, err := parseAdvance(args, stdout, stderr)
 	if err != nil {
-		return migration.Advance{}, settings{}, err
+		return migration.Advance{}, config.Settings{}, err
 	}
-	cfg, err := loadConfig(f.configPath, f.configRequired, getenv)
+	cfg, err := config.Load(f.configPath, f.configRequired, getenv)
 	if err != nil {
-		return migration.Advance{}, settings{}, err
+		return migration.Advance{}, config.Settings{}, err
 	}
 	a := advanceOf(f, cfg)
 	return a, cfg, a.Check()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/store/storetest"
 )
@@ -65,9 +66,9 @@ func TestScrapeIsClean(t *testing.T) {
 			if !ok {
 				t.Fatalf("the %s store is not a dataStore", d.Name)
 			}
-			c := defaultConfig()
+			c := config.Default()
 			c.Driver = d.Name
-			cfg, err := c.validate()
+			cfg, err := c.Validate()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,14 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultMaxConns is the default of max_conns. An open HTTP connection costs
-// a goroutine, its read and write buffers and a file descriptor, tens of KB
-// in all; 10,000 keeps the worst case to a few hundred MB and well inside
-// the usual descriptor limits, while a load balancer or a fleet of
-// keep-alive clients needs hundreds. It is the RESP front end's default
-// too (resp_max_conns, API.md §6).
-const DefaultMaxConns = 10_000
-
 // connLimiter is a net.Listener that holds at most max connections open and
 // can close every one it holds (closeAll: how the stop cuts connections
 // that outlive their share of shutdown_timeout).

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/idalloc/idalloc/config"
 )
 
 // TestHelpExitsZero: -help and -h, of idalloc and of each command, print
@@ -38,14 +40,14 @@ func TestHelpExitsZero(t *testing.T) {
 }
 
 // TestHelpNamesEverything: the usage names both commands, every flag, and
-// every IDALLOC_ variable that config.go reads, with the key it replaces.
+// every IDALLOC_ variable that package config reads, with the key it replaces.
 func TestHelpNamesEverything(t *testing.T) {
 	var out bytes.Buffer
-	if _, err := parseServe([]string{"-help"}, &out, io.Discard); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("parseServe(-help): got %v, want flag.ErrHelp", err)
+	if _, err := config.ParseServe([]string{"-help"}, &out, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("config.ParseServe(-help): got %v, want flag.ErrHelp", err)
 	}
 	help := out.String()
-	src, err := os.ReadFile("config.go")
+	src, err := os.ReadFile("config/config.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +59,10 @@ func TestHelpNamesEverything(t *testing.T) {
 	for _, v := range vars {
 		want = append(want, v[1])
 	}
-	for _, o := range envOverrides {
-		want = append(want, o.name+" ") // followed by its key on the line
-		if !regexp.MustCompile(`(?m)^\s+` + o.name + `\s+` + regexp.QuoteMeta(o.key) + `$`).MatchString(help) {
-			t.Errorf("help has no line %q followed by key %q:\n%s", o.name, o.key, help)
+	for _, o := range config.EnvOverrides {
+		want = append(want, o.Name+" ") // followed by its key on the line
+		if !regexp.MustCompile(`(?m)^\s+` + o.Name + `\s+` + regexp.QuoteMeta(o.Key) + `$`).MatchString(help) {
+			t.Errorf("help has no line %q followed by key %q:\n%s", o.Name, o.Key, help)
 		}
 	}
 	for _, w := range want {
@@ -82,7 +84,7 @@ func TestServeRefusesArguments(t *testing.T) {
 		{[]string{"-init-schema", "serve"}, `unknown command "serve"`},
 	}
 	for _, c := range cases {
-		_, err := parseServe(c.args, io.Discard, io.Discard)
+		_, err := config.ParseServe(c.args, io.Discard, io.Discard)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("idalloc %q: got %v, want no error", c.args, err)
@@ -134,7 +136,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 
 // parseServeOnly is parseServe with migrate's signature.
 func parseServeOnly(args []string, stdout, stderr io.Writer) error {
-	_, err := parseServe(args, stdout, stderr)
+	_, err := config.ParseServe(args, stdout, stderr)
 	return err
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/store"
@@ -168,7 +169,7 @@ func TestSnowflakeAnswers503UntilLayoutChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cfg, err := defaultConfig().validate()
+	cfg, err := config.Default().Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestSnowflakeAnswers503UntilLayoutChecked(t *testing.T) {
 		if !storeBack.Load() {
 			return errStoreDown
 		}
-		return st.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
+		return st.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.Epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
 	}, discard)
 	lc.minWait, lc.maxWait = time.Millisecond, time.Millisecond
 	stop, err := lc.gate(ctx, func() { keeper.Start(context.Background()) }, func(err error) { t.Errorf("fatal: %v", err) })

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/etcdlease"
 	"github.com/idalloc/idalloc/redislease"
 	"github.com/idalloc/idalloc/snowflake"
@@ -19,7 +20,7 @@ import (
 // the main store, or a Redis or etcd of their own. Neither is dialled here:
 // a lease store that is down at start is an outage the keeper retries, as
 // the main store's is, not a reason to refuse segment IDs.
-func openLeaseStore(main dataStore, c LeaseConfig) (leaseStore, func(), error) {
+func openLeaseStore(main dataStore, c config.LeaseConfig) (leaseStore, func(), error) {
 	switch c.Driver {
 	case "redis":
 		st, err := redislease.Open(c.DSN, redislease.Options{})
@@ -79,12 +80,12 @@ func (ls leaseStore) warnPersistence(ctx context.Context, log *slog.Logger) {
 // lease worker IDs through it) and, when snowflake mode is on, this
 // instance's keeper and the source that fences each ID by its session,
 // whose generators tell obs of the IDs they issue and the drifts they meet.
-func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, obs snowflake.Observer) (*workerlease.Service, *workerlease.Keeper, *leased.Source, error) {
+func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs snowflake.Observer) (*workerlease.Service, *workerlease.Keeper, *leased.Source, error) {
 	sf := cfg.Snowflake
 	// Validated once, here, with the 10-year rule of a new deployment
-	// (config.go refused a bad one by key already); every generator built
+	// (package config refused a bad one by key already); every generator built
 	// later, for each new lease, takes it as it is.
-	layout, err := snowflake.NewLayout(cfg.epoch, sf.WorkerBits)
+	layout, err := snowflake.NewLayout(cfg.Epoch, sf.WorkerBits)
 	if err == nil {
 		err = layout.CheckLifetime(time.Now())
 	}
@@ -93,7 +94,7 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, obs snowflake
 	}
 	host, _ := os.Hostname()
 	svc, err := workerlease.NewService(st.Store, workerlease.Config{
-		Cluster: sf.Cluster, MaxWorkerID: layout.MaxWorkerID(), TTL: cfg.leaseTTL,
+		Cluster: sf.Cluster, MaxWorkerID: layout.MaxWorkerID(), TTL: cfg.Durations.LeaseTTL,
 		Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
 	})
 	if err != nil || !sf.Enabled {
@@ -103,7 +104,7 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, obs snowflake
 	// generator refuses to go on: the wait after a grant with no history
 	// covers that much more than the TTL.
 	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{
-		Service: svc, Logger: log, ClockSkew: cfg.driftError,
+		Service: svc, Logger: log, ClockSkew: cfg.Durations.MaxDriftError,
 		CheckLayout: func(ctx context.Context, cluster string) error {
 			return st.layout.CheckLayout(ctx, cluster, layout.Epoch.UnixMilli(), layout.WorkerBits)
 		},
@@ -112,8 +113,8 @@ func snowflakeParts(st leaseStore, cfg settings, log *slog.Logger, obs snowflake
 		return nil, nil, nil, err
 	}
 	source, err := leased.New(keeper, layout, snowflake.Settings{
-		DisableRandomStart: !cfg.randomStart,
-		MaxDriftBlock:      cfg.driftBlock, MaxDriftError: cfg.driftError, Observer: obs,
+		DisableRandomStart: !cfg.RandomStart,
+		MaxDriftBlock:      cfg.Durations.MaxDriftBlock, MaxDriftError: cfg.Durations.MaxDriftError, Observer: obs,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
@@ -85,7 +86,7 @@ const notWaiting = "idalloc does not wait for the database at start: start it fi
 // missing or outdated tables, the statement or flag that fixes them (the
 // store says it); for a database that does not answer, that it was not
 // retried. Only the last is one a restart may cure.
-func startStore(ctx context.Context, cfg settings, initSchema bool, log *slog.Logger) (dataStore, error) {
+func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (dataStore, error) {
 	changed := false
 	st, err := openStore(ctx, cfg.Driver, cfg.DSN, initSchema, func(change string) {
 		changed = true
@@ -109,12 +110,12 @@ func startStore(ctx context.Context, cfg settings, initSchema bool, log *slog.Lo
 // without idalloc's tables (not yet prepared, or not the one meant) are
 // fixed where the dsn was set, so they name that place (the environment
 // variable, or the config file and key).
-func openError(cfg settings, err error) error {
+func openError(cfg config.Settings, err error) error {
 	switch {
 	case errors.Is(err, store.ErrAccessDenied):
-		return fmt.Errorf("%s: %w; correct the user or password there", cfg.sources.origin("dsn"), err)
+		return fmt.Errorf("%s: %w; correct the user or password there", cfg.Origin("dsn"), err)
 	case errors.Is(err, store.ErrMissingTables):
-		return fmt.Errorf("%s: %w", cfg.sources.origin("dsn"), err)
+		return fmt.Errorf("%s: %w", cfg.Origin("dsn"), err)
 	case cfg.Driver == "mysql":
 		return err // it says "open mysql host/db" already
 	}
@@ -122,18 +123,18 @@ func openError(cfg settings, err error) error {
 }
 
 func run(args []string) error {
-	flags, err := parseServe(args, os.Stdout, os.Stderr)
+	flags, err := config.ParseServe(args, os.Stdout, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the usage was asked for and printed
 	}
 	if err != nil {
 		return err
 	}
-	if flags.version {
+	if flags.Version {
 		fmt.Println(readBuildStamp())
 		return nil
 	}
-	cfg, err := loadConfig(flags.configPath, flags.configRequired, os.Getenv)
+	cfg, err := config.Load(flags.ConfigPath, flags.ConfigRequired, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -150,24 +151,24 @@ func run(args []string) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	go watchStop(ctx, cancel, sigs, cfg.shutdownTimeout, os.Exit, log)
+	go watchStop(ctx, cancel, sigs, cfg.Durations.ShutdownTimeout, os.Exit, log)
 
 	// Listen first: a taken port fails before a lease or a segment is held.
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.sources.origin("http_addr"), err)
+		return fmt.Errorf("%s: %w", cfg.Origin("http_addr"), err)
 	}
 	conns := limitConns(ln, cfg.MaxConns)
 	defer conns.Close()
 	var respLn net.Listener
 	if cfg.RespAddr != "" {
 		if respLn, err = net.Listen("tcp", cfg.RespAddr); err != nil {
-			return fmt.Errorf("%s: %w", cfg.sources.origin("resp_addr"), err)
+			return fmt.Errorf("%s: %w", cfg.Origin("resp_addr"), err)
 		}
 		defer respLn.Close() // if the start fails before it is served
 	}
 
-	st, err := startStore(ctx, cfg, flags.initSchema, log)
+	st, err := startStore(ctx, cfg, flags.InitSchema, log)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func run(args []string) error {
 	}
 
 	alloc, err := segment.New(ctx, st, segment.Config{
-		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.tagRefresh, Observer: metrics, Logger: log,
+		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: metrics, Logger: log,
 	})
 	if err != nil {
 		return fmt.Errorf("load tags: %w", err)
@@ -228,7 +229,7 @@ func run(args []string) error {
 		}
 		respSrv, err = resp.New(resp.Config{
 			AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
-			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.respIdleTimeout,
+			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.Durations.RespIdleTimeout,
 			MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
 			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
 		}, respDeps)
@@ -242,7 +243,7 @@ func run(args []string) error {
 			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
 		}
 		lc := newLayoutCheck(func(ctx context.Context) error {
-			return leaseStore.layout.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
+			return leaseStore.layout.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.Epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
 		}, log)
 		stopLayoutCheck, err = lc.gate(ctx,
 			// Not ctx: the lease must stay renewed while the server drains.
@@ -262,7 +263,7 @@ func run(args []string) error {
 		"max_conns", cfg.MaxConns)
 	httpServed := make(chan error, 1)
 	go func() {
-		err := srv.Serve(ctx, conns, cfg.shutdownDrain)
+		err := srv.Serve(ctx, conns, cfg.Durations.ShutdownDrain)
 		if err != nil {
 			cancel(fmt.Errorf("serve http: %w", err))
 		}
@@ -271,9 +272,9 @@ func run(args []string) error {
 	respServed := make(chan error, 1)
 	if respSrv != nil {
 		log.Info("idalloc serving the Redis protocol", "addr", respLn.Addr().String(),
-			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.respIdleTimeout)
+			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.Durations.RespIdleTimeout)
 		go func() {
-			err := respSrv.Serve(ctx, respLn, cfg.shutdownDrain)
+			err := respSrv.Serve(ctx, respLn, cfg.Durations.ShutdownDrain)
 			if err != nil {
 				cancel(fmt.Errorf("serve resp: %w", err))
 			}
@@ -301,7 +302,7 @@ func run(args []string) error {
 		handBack = append(handBack, func(ctx context.Context) error { return keeper.Close(ctx, source.LastTimestampMS()) })
 	}
 	_, err = stopper{
-		timeout: cfg.shutdownTimeout, drain: cfg.shutdownDrain,
+		timeout: cfg.Durations.ShutdownTimeout, drain: cfg.Durations.ShutdownDrain,
 		served: served, cutConns: cutConns, handBack: handBack, log: log,
 	}.run(begun)
 	if err := errors.Join(err, srv.Close()); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
@@ -76,7 +77,7 @@ func migrate(args []string, stdout, stderr io.Writer) error {
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
 	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables, turn TIMESTAMP columns into DATETIME(3), add the number-format columns")
 	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

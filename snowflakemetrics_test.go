@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/store/storetest"
 )
@@ -21,7 +22,7 @@ import (
 func TestSnowflakeCountedWhicheverFrontEnd(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.SQLite().Open(t)
-	cfg, err := defaultConfig().validate()
+	cfg, err := config.Default().Validate()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -22,9 +24,9 @@ func TestStartWithTheDatabaseDownSaysSo(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now: connection refused
-	c := defaultConfig()
+	c := config.Default()
 	c.Driver, c.DSN = "mysql", "idalloc:s3cret-pw@tcp("+addr+")/ids"
-	cfg, err := c.validate()
+	cfg, err := c.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +70,8 @@ func TestTakenPortNamesTheKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, o := range envOverrides {
-				t.Setenv(o.name, c.env[o.name])
+			for _, o := range config.EnvOverrides {
+				t.Setenv(o.Name, c.env[o.Name])
 			}
 			path := writeConfig(t, c.body)
 			err := run([]string{"-config", path})
@@ -104,14 +106,14 @@ func TestMySQLStartSaysWhatToDo(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			conf := defaultConfig()
-			conf.Driver, conf.DSN = "mysql", c.dsn
-			s, err := conf.validate()
+			env := map[string]string{"IDALLOC_DRIVER": "mysql"}
+			path := writeConfig(t, fmt.Sprintf(`{"dsn": %q}`, c.dsn))
+			if c.env {
+				env["IDALLOC_DSN"] = c.dsn
+			}
+			s, err := config.Load(path, true, func(k string) string { return env[k] })
 			if err != nil {
 				t.Fatal(err)
-			}
-			if c.env {
-				s.sources.env = map[string]string{"dsn": "IDALLOC_DSN"}
 			}
 			var logged bytes.Buffer
 			st, err := startStore(t.Context(), s, c.initSchema, slog.New(slog.NewTextHandler(&logged, nil)))

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake/leased"
@@ -28,7 +31,7 @@ type wired struct {
 
 // wire builds the parts on st with cfg as run does, and waits until the
 // keeper holds a worker lease.
-func wire(t *testing.T, st dataStore, cfg settings, reg *prometheus.Registry) wired {
+func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Registry) wired {
 	t.Helper()
 	ctx := context.Background()
 	metrics, err := server.NewMetrics(reg)
@@ -63,3 +66,16 @@ func wire(t *testing.T, st dataStore, cfg settings, reg *prometheus.Registry) wi
 	}
 	return wired{metrics, alloc, keeper, source, srv}
 }
+
+// writeConfig writes body as a config file of its own and returns its path.
+func writeConfig(tb testing.TB, body string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// noEnv is an environment with no IDALLOC_* variable set.
+func noEnv(string) string { return "" }

@@ -47,6 +47,10 @@ var rules = []rule{
 		why: "front ends never import each other or a store"},
 	{pkg: "resp/...", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
+	// config takes resp's defaults for its keys (resp_max_pending...), so
+	// that the two cannot differ; it opens nothing and serves nothing.
+	{pkg: "config", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/...", "client/...", "migrate/..."}, tests: true,
+		why: "the config room validates by the domain's checks; it opens no store and starts no front end"},
 	{pkg: "store/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
 		why: "adapters never import a front end"},
 	{pkg: "redislease/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,

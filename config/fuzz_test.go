@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -16,19 +16,19 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte(`{"segment":{"maxstep":1},"snowflake":{"x":{}}}`))
 	f.Add([]byte(`{"max_conns":1,"shutdown_drain":"1s","shutdown_timeout":"2s"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := defaultConfig()
+		c := Default()
 		if err := parseConfig(data, &c); err != nil {
 			return
 		}
-		s, err := c.validate()
+		s, err := c.Validate()
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)
 			}
 			return
 		}
-		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.leaseTTL <= 0 || s.driftError < s.driftBlock ||
-			s.MaxConns < 1 || s.shutdownTimeout <= s.shutdownDrain {
+		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.Durations.LeaseTTL <= 0 || s.Durations.MaxDriftError < s.Durations.MaxDriftBlock ||
+			s.MaxConns < 1 || s.Durations.ShutdownTimeout <= s.Durations.ShutdownDrain {
 			t.Fatalf("validated config out of range: %+v", s)
 		}
 	})

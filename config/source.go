@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 )
 
 // keyError is a config error about one key. It is typed, not only worded,
-// so that loadConfig can say where the key's value came from (a file, an
+// so that Load can say where the key's value came from (a file, an
 // environment variable) without reading the message.
 type keyError struct {
 	key string // dotted, as in config.json: "segment.max_step"
@@ -27,7 +27,7 @@ func keyErr(key, format string, args ...any) error {
 }
 
 // sources records where the config's values came from: the file at path
-// (empty when the defaults were validated without loadConfig) and, by
+// (empty when the defaults were validated without Load) and, by
 // key, the environment variable that replaced it.
 type sources struct {
 	path string

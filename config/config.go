@@ -1,4 +1,9 @@
-package main
+// Package config is idalloc's configuration: config.json over the defaults,
+// the IDALLOC_* environment overrides, the flags and the help text. Values
+// are checked here by calling the domain's own checks (snowflake's layout,
+// workerlease's cluster names, segment's limits), so that a bad value stops
+// the start naming its key and where it was set, before anything is opened.
+package config
 
 import (
 	"bytes"
@@ -14,8 +19,6 @@ import (
 
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/workerlease"
 )
 
 // Config is config.json. Durations are Go duration strings; they are kept as
@@ -113,22 +116,32 @@ type SnowflakeConfig struct {
 	RandomSequenceStart *bool  `json:"random_sequence_start"`
 }
 
-// settings is Config checked and converted, with defaults filled in.
-type settings struct {
+// Settings is Config checked and converted, with defaults filled in.
+type Settings struct {
 	Config
-	shutdownDrain   time.Duration
-	shutdownTimeout time.Duration
-	respIdleTimeout time.Duration
-	tagRefresh      time.Duration
-	epoch           time.Time
-	leaseTTL        time.Duration
-	driftBlock      time.Duration
-	driftError      time.Duration
-	randomStart     bool
-	sources         sources // where the values came from, for errors found later
+	Durations Durations
+	// Epoch is snowflake.epoch parsed.
+	Epoch time.Time
+	// RandomStart is snowflake.random_sequence_start, true when not given.
+	RandomStart bool
+	sources     sources // where the values came from, for errors found later
 }
 
-func defaultConfig() Config {
+// Durations are the config's duration strings parsed, each named as its
+// key's field in Config.
+type Durations struct {
+	ShutdownDrain, ShutdownTimeout, RespIdleTimeout, TagRefresh time.Duration
+	LeaseTTL, MaxDriftBlock, MaxDriftError                      time.Duration
+}
+
+// Origin names where key's value came from (an environment variable, or the
+// config file), to head an error about it found after loading, such as a
+// port already in use.
+func (s Settings) Origin(key string) string { return s.sources.origin(key) }
+
+// Default is the configuration without a file: the embedded SQLite store
+// and the defaults of every key.
+func Default() Config {
 	return Config{
 		HTTPAddr:            ":8880",
 		Driver:              "sqlite",
@@ -150,12 +163,12 @@ func defaultConfig() Config {
 	}
 }
 
-// envOverrides are the IDALLOC_* environment variables, each replacing one
-// key of config.json when set and not empty. loadConfig applies them and
+// EnvOverrides are the IDALLOC_* environment variables, each replacing one
+// key of config.json when set and not empty. Load applies them and
 // the usage (help.go) lists them, both from this table, so the two cannot
 // drift apart.
-var envOverrides = []struct {
-	name, key string
+var EnvOverrides = []struct {
+	Name, Key string
 	field     func(*Config) *string
 }{
 	{"IDALLOC_HTTP_ADDR", "http_addr", func(c *Config) *string { return &c.HTTPAddr }},
@@ -167,33 +180,33 @@ var envOverrides = []struct {
 	{"IDALLOC_LEASE_DSN", "lease.dsn", func(c *Config) *string { return &c.Lease.DSN }},
 }
 
-// loadConfig reads path over the defaults (a missing file is an error only
+// Load reads path over the defaults (a missing file is an error only
 // when required, that is when -config named it), applies the IDALLOC_*
 // environment overrides and validates. Every error names the key at fault
 // and where its value came from: the environment variable, or the file.
-func loadConfig(path string, required bool, getenv func(string) string) (settings, error) {
-	c := defaultConfig()
+func Load(path string, required bool, getenv func(string) string) (Settings, error) {
+	c := Default()
 	src := sources{path: path, env: map[string]string{}}
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		if err := parseConfig(data, &c); err != nil {
-			return settings{}, fmt.Errorf("config %s: %w", path, err)
+			return Settings{}, fmt.Errorf("config %s: %w", path, err)
 		}
 	case required:
-		return settings{}, fmt.Errorf("flag -config: %w", err)
+		return Settings{}, fmt.Errorf("flag -config: %w", err)
 	case !errors.Is(err, os.ErrNotExist):
-		return settings{}, fmt.Errorf("config: %w", err)
+		return Settings{}, fmt.Errorf("config: %w", err)
 	}
-	for _, o := range envOverrides {
-		if v := getenv(o.name); v != "" {
+	for _, o := range EnvOverrides {
+		if v := getenv(o.Name); v != "" {
 			*o.field(&c) = v
-			src.env[o.key] = o.name
+			src.env[o.Key] = o.Name
 		}
 	}
-	s, err := c.validate()
+	s, err := c.Validate()
 	if err != nil {
-		return settings{}, src.blame(err)
+		return Settings{}, src.blame(err)
 	}
 	s.sources = src
 	return s, nil
@@ -261,102 +274,9 @@ func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
 	return reflect.StructField{}, false
 }
 
-func (c Config) validate() (settings, error) {
-	s := settings{Config: c, randomStart: true}
-	if c.Snowflake.RandomSequenceStart != nil {
-		s.randomStart = *c.Snowflake.RandomSequenceStart
-	}
-	if c.HTTPAddr == "" {
-		return s, keyErr("http_addr", `must not be empty`)
-	}
-	if c.Driver != "sqlite" && c.Driver != "mysql" {
-		return s, keyErr("driver", `%q is not "sqlite" or "mysql"`, c.Driver)
-	}
-	if c.DSN == "" {
-		return s, keyErr("dsn", `must not be empty`)
-	}
-	switch {
-	case c.Lease.Driver != "sql" && c.Lease.Driver != "redis" && c.Lease.Driver != "etcd":
-		return s, keyErr("lease.driver", `%q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
-	case c.Lease.Driver == "sql" && c.Lease.DSN != "":
-		return s, keyErr("lease.dsn", `must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
-	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
-		return s, keyErr("lease.dsn", `must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
-	}
-	if c.MaxBatch < 1 || c.MaxBatch > segment.MaxMaxBatch {
-		return s, keyErr("max_batch", `%d is outside 1..%d`, c.MaxBatch, segment.MaxMaxBatch)
-	}
-	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
-		return s, keyErr("max_conns", `%d is outside 1..%d`, c.MaxConns, maxMaxConns)
-	}
-	if c.RespMaxConns < 1 || c.RespMaxConns > maxMaxConns {
-		return s, keyErr("resp_max_conns", `%d is outside 1..%d`, c.RespMaxConns, maxMaxConns)
-	}
-	if c.RespMaxPending < minRespMaxPending || c.RespMaxPending > maxRespMaxPending {
-		return s, keyErr("resp_max_pending", `%d is outside %d..%d (bytes)`, c.RespMaxPending, minRespMaxPending, maxRespMaxPending)
-	}
-	if c.RespMaxPendingTotal < int64(c.RespMaxPending) || c.RespMaxPendingTotal > maxRespMaxPendingTotal {
-		return s, keyErr("resp_max_pending_total", `%d is outside resp_max_pending (%d)..%d (bytes)`, c.RespMaxPendingTotal, c.RespMaxPending, int64(maxRespMaxPendingTotal))
-	}
-	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
-		return s, keyErr("resp_addr", `%q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
-	}
-	if c.Segment.MaxStep < 1 {
-		return s, keyErr("segment.max_step", `%d must be at least 1`, c.Segment.MaxStep)
-	}
-	if c.Snowflake.WorkerBits < 1 || c.Snowflake.WorkerBits > 21 {
-		return s, keyErr("snowflake.worker_bits", `%d is outside 1..21`, c.Snowflake.WorkerBits)
-	}
-	if !workerlease.ValidCluster(c.Snowflake.Cluster) {
-		return s, keyErr("snowflake.cluster", `%q must match ^[A-Za-z0-9_.:-]{1,64}$`, c.Snowflake.Cluster)
-	}
-	epoch, err := time.Parse(time.RFC3339, c.Snowflake.Epoch)
-	if err != nil {
-		return s, keyErr("snowflake.epoch", `%q is not an RFC 3339 time`, c.Snowflake.Epoch)
-	}
-	s.epoch = epoch
-	for _, d := range []struct {
-		key string
-		val string
-		dst *time.Duration
-		min time.Duration
-	}{
-		{"shutdown_drain", c.ShutdownDrain, &s.shutdownDrain, 0},
-		{"shutdown_timeout", c.ShutdownTimeout, &s.shutdownTimeout, 0},
-		{"resp_idle_timeout", c.RespIdleTimeout, &s.respIdleTimeout, time.Second},
-		{"segment.tag_refresh", c.Segment.TagRefresh, &s.tagRefresh, 100 * time.Millisecond},
-		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL, &s.leaseTTL, time.Second},
-		// 0 would mean the generator's default, 10ms: not what "0s" says.
-		{"snowflake.max_drift_block", c.Snowflake.MaxDriftBlock, &s.driftBlock, time.Millisecond},
-		{"snowflake.max_drift_error", c.Snowflake.MaxDriftError, &s.driftError, 0},
-	} {
-		v, err := time.ParseDuration(d.val)
-		if err != nil {
-			return s, keyErr(d.key, "%q is not a duration like \"5s\"", d.val)
-		}
-		if v < d.min {
-			return s, keyErr(d.key, "%s is below the minimum %s", v, d.min)
-		}
-		*d.dst = v
-	}
-	// The drain is part of the stop; what is left after it is shared by
-	// the HTTP shutdown and the hand-back (shutdown.go).
-	if s.shutdownTimeout <= s.shutdownDrain {
-		return s, keyErr("shutdown_timeout", `%s must exceed shutdown_drain (%s)`, s.shutdownTimeout, s.shutdownDrain)
-	}
-	if s.driftError < s.driftBlock {
-		return s, keyErr("snowflake.max_drift_error", `must not be below snowflake.max_drift_block`)
-	}
-	// The generator's own checks, reported by key rather than at start: an
-	// epoch after now, or so early that the time bits run out within 10
-	// years.
-	if _, err := snowflake.New(snowflake.Settings{Epoch: epoch, WorkerBits: c.Snowflake.WorkerBits,
-		MaxDriftBlock: s.driftBlock, MaxDriftError: s.driftError}); err != nil {
-		key := "snowflake.max_drift_error"
-		if errors.Is(err, snowflake.ErrInvalidLayout) || errors.Is(err, snowflake.ErrLayoutTooShort) {
-			key = "snowflake.epoch"
-		}
-		return s, keyErr(key, "%w", err)
-	}
-	return s, nil
-}
+// DefaultMaxConns is the default of max_conns and resp_max_conns. An open
+// connection costs a goroutine, its read and write buffers and a file
+// descriptor, tens of KB in all; 10,000 keeps the worst case to a few
+// hundred MB and well inside the usual descriptor limits, while a load
+// balancer or a fleet of keep-alive clients needs hundreds.
+const DefaultMaxConns = 10_000

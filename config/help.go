@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 )
 
 // serveUsage heads `idalloc -help`: the commands, then the flags and the
-// environment variables, which serveFlags prints from their definitions
-// (fs.PrintDefaults, envOverrides) so that the help cannot fall behind
+// environment variables, which ServeFlags prints from their definitions
+// (fs.PrintDefaults, EnvOverrides) so that the help cannot fall behind
 // them.
 const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-version]
        idalloc migrate -to-dsn DSN [flags]
@@ -19,7 +19,7 @@ const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-version]
 
 idalloc hands out unique IDs over HTTP (and over the Redis protocol when
 resp_addr is set): segment IDs per tag, and snowflake IDs under a leased
-worker ID. With no command it serves, with the store and settings of the
+worker ID. With no command it serves, with the store and Settings of the
 config file (config.json in the working directory by default; without
 one, the defaults: SQLite in idalloc.db, HTTP on :8880).
 
@@ -34,19 +34,19 @@ Commands:
 Flags:
 `
 
-// serveFlags are the flags of `idalloc` serving.
-type serveFlags struct {
-	configPath     string
-	configRequired bool // -config was given: its file must exist
-	initSchema     bool
-	version        bool
+// ServeFlags are the flags of `idalloc` serving.
+type ServeFlags struct {
+	ConfigPath     string
+	ConfigRequired bool // -config was given: its file must exist
+	InitSchema     bool
+	Version        bool
 }
 
-// parseFlags parses args with fs. The usage asked for (-help, -h) goes to
+// ParseFlags parses args with fs. The usage asked for (-help, -h) goes to
 // stdout, so that `idalloc -help | less` pages it; a flag error, with the
 // usage after it, goes to stderr. It returns fs.Parse's error, flag.ErrHelp
 // for the usage asked for.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+func ParseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var printed bytes.Buffer
 	fs.SetOutput(&printed)
 	err := fs.Parse(args)
@@ -59,28 +59,28 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
 	return err
 }
 
-// parseServe reads the flags of `idalloc` serving. -help and -h print the
+// ParseServe reads the flags of `idalloc` serving. -help and -h print the
 // usage to stdout and return flag.ErrHelp; a flag error prints it to
 // stderr. An argument left over is refused: a mistyped command ("idalloc
 // migrat") must not start a server.
-func parseServe(args []string, stdout, stderr io.Writer) (serveFlags, error) {
-	var f serveFlags
+func ParseServe(args []string, stdout, stderr io.Writer) (ServeFlags, error) {
+	var f ServeFlags
 	fs := flag.NewFlagSet("idalloc", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 		printEnvironment(fs.Output())
 	}
-	fs.StringVar(&f.configPath, "config", "config.json", "config file (JSON); named with -config, it must exist")
-	fs.BoolVar(&f.initSchema, "init-schema", false, "apply schema.sql to the MySQL database before serving (create missing tables, add missing columns), and turn TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
-	fs.BoolVar(&f.version, "version", false, "print the version and exit")
-	if err := parseFlags(fs, args, stdout, stderr); err != nil {
+	fs.StringVar(&f.ConfigPath, "config", "config.json", "config file (JSON); named with -config, it must exist")
+	fs.BoolVar(&f.InitSchema, "init-schema", false, "apply schema.sql to the MySQL database before serving (create missing tables, add missing columns), and turn TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
+	fs.BoolVar(&f.Version, "version", false, "print the version and exit")
+	if err := ParseFlags(fs, args, stdout, stderr); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unknown command %q: the commands are migrate and advance (idalloc -help)", fs.Arg(0))
 	}
-	fs.Visit(func(fl *flag.Flag) { f.configRequired = f.configRequired || fl.Name == "config" })
+	fs.Visit(func(fl *flag.Flag) { f.ConfigRequired = f.ConfigRequired || fl.Name == "config" })
 	return f, nil
 }
 
@@ -88,8 +88,8 @@ func parseServe(args []string, stdout, stderr io.Writer) (serveFlags, error) {
 func printEnvironment(out io.Writer) {
 	fmt.Fprint(out, "\nEnvironment (each, when set and not empty, replaces a key of the config file):\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	for _, o := range envOverrides {
-		fmt.Fprintf(tw, "  %s\t%s\n", o.name, o.key)
+	for _, o := range EnvOverrides {
+		fmt.Fprintf(tw, "  %s\t%s\n", o.Name, o.Key)
 	}
 	tw.Flush()
 	fmt.Fprint(out, "\nGOGC, when set, replaces idalloc's own default of 400.\n")

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -20,18 +20,18 @@ func writeConfig(tb testing.TB, body string) string {
 func noEnv(string) string { return "" }
 
 func TestShippedConfigIsTheDefault(t *testing.T) {
-	got, err := loadConfig("config.json", true, noEnv)
+	got, err := Load("../config.json", true, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := defaultConfig().validate()
+	want, err := Default().Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.shutdownDrain != want.shutdownDrain ||
-		got.MaxConns != want.MaxConns || got.shutdownTimeout != want.shutdownTimeout ||
-		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.respIdleTimeout != want.respIdleTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
-		got.leaseTTL != want.leaseTTL || !got.epoch.Equal(want.epoch) || got.randomStart != want.randomStart {
+	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.Durations.ShutdownDrain != want.Durations.ShutdownDrain ||
+		got.MaxConns != want.MaxConns || got.Durations.ShutdownTimeout != want.Durations.ShutdownTimeout ||
+		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.Durations.RespIdleTimeout != want.Durations.RespIdleTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
+		got.Durations.LeaseTTL != want.Durations.LeaseTTL || !got.Epoch.Equal(want.Epoch) || got.RandomStart != want.RandomStart {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
 }
@@ -91,7 +91,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{`, `unexpected EOF`},
 	}
 	for _, c := range cases {
-		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)
+		_, err := Load(writeConfig(t, c.body), true, noEnv)
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("config %s: got error %v, want one naming %s", c.body, err, c.key)
 		}
@@ -110,13 +110,13 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
 	}
 	for _, c := range cases {
-		_, err := loadConfig(writeConfig(t, c.body), true, noEnv)
+		_, err := Load(writeConfig(t, c.body), true, noEnv)
 		if err == nil || !strings.HasSuffix(err.Error(), c.want) {
 			t.Errorf("config %s: got error %v, want one ending %s", c.body, err, c.want)
 		}
 	}
 	// Keys match regardless of case, as encoding/json matches them.
-	if _, err := loadConfig(writeConfig(t, `{"Segment":{"Max_Step":5}}`), true, noEnv); err != nil {
+	if _, err := Load(writeConfig(t, `{"Segment":{"Max_Step":5}}`), true, noEnv); err != nil {
 		t.Errorf("keys in another case: got %v, want them accepted", err)
 	}
 }
@@ -127,12 +127,12 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"IDALLOC_DSN": "u:p@tcp(db:3306)/ids", "IDALLOC_ADMIN_TOKEN": "s3cret",
 		"IDALLOC_LEASE_DRIVER": "etcd", "IDALLOC_LEASE_DSN": "http://127.0.0.1:2379",
 	}
-	got, err := loadConfig(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
+	got, err := Load(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
-		got.AdminToken != "s3cret" || got.shutdownDrain != time.Second ||
+		got.AdminToken != "s3cret" || got.Durations.ShutdownDrain != time.Second ||
 		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
 	}
@@ -140,10 +140,10 @@ func TestEnvironmentOverrides(t *testing.T) {
 
 func TestMissingConfig(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.json")
-	if _, err := loadConfig(missing, false, noEnv); err != nil {
+	if _, err := Load(missing, false, noEnv); err != nil {
 		t.Fatalf("implicit config.json absent: got %v, want the defaults", err)
 	}
-	if _, err := loadConfig(missing, true, noEnv); err == nil {
+	if _, err := Load(missing, true, noEnv); err == nil {
 		t.Fatal("explicit -config absent: got no error")
 	}
 }
@@ -183,7 +183,7 @@ func TestConfigErrorsNameTheSource(t *testing.T) {
 			if c.body != "-" {
 				path = writeConfig(t, c.body)
 			}
-			_, err := loadConfig(path, true, func(k string) string { return c.env[k] })
+			_, err := Load(path, true, func(k string) string { return c.env[k] })
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("got %v, want no error", err)

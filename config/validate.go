@@ -1,0 +1,113 @@
+package config
+
+import (
+	"errors"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// Validate checks c by the domain's own rules and converts its durations
+// and epoch. Its errors are about one key (keyError): Load heads them with
+// where that key's value came from.
+func (c Config) Validate() (Settings, error) {
+	s := Settings{Config: c, RandomStart: true}
+	if c.Snowflake.RandomSequenceStart != nil {
+		s.RandomStart = *c.Snowflake.RandomSequenceStart
+	}
+	if c.HTTPAddr == "" {
+		return s, keyErr("http_addr", `must not be empty`)
+	}
+	if c.Driver != "sqlite" && c.Driver != "mysql" {
+		return s, keyErr("driver", `%q is not "sqlite" or "mysql"`, c.Driver)
+	}
+	if c.DSN == "" {
+		return s, keyErr("dsn", `must not be empty`)
+	}
+	switch {
+	case c.Lease.Driver != "sql" && c.Lease.Driver != "redis" && c.Lease.Driver != "etcd":
+		return s, keyErr("lease.driver", `%q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
+	case c.Lease.Driver == "sql" && c.Lease.DSN != "":
+		return s, keyErr("lease.dsn", `must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
+	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
+		return s, keyErr("lease.dsn", `must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > segment.MaxMaxBatch {
+		return s, keyErr("max_batch", `%d is outside 1..%d`, c.MaxBatch, segment.MaxMaxBatch)
+	}
+	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
+		return s, keyErr("max_conns", `%d is outside 1..%d`, c.MaxConns, maxMaxConns)
+	}
+	if c.RespMaxConns < 1 || c.RespMaxConns > maxMaxConns {
+		return s, keyErr("resp_max_conns", `%d is outside 1..%d`, c.RespMaxConns, maxMaxConns)
+	}
+	if c.RespMaxPending < minRespMaxPending || c.RespMaxPending > maxRespMaxPending {
+		return s, keyErr("resp_max_pending", `%d is outside %d..%d (bytes)`, c.RespMaxPending, minRespMaxPending, maxRespMaxPending)
+	}
+	if c.RespMaxPendingTotal < int64(c.RespMaxPending) || c.RespMaxPendingTotal > maxRespMaxPendingTotal {
+		return s, keyErr("resp_max_pending_total", `%d is outside resp_max_pending (%d)..%d (bytes)`, c.RespMaxPendingTotal, c.RespMaxPending, int64(maxRespMaxPendingTotal))
+	}
+	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
+		return s, keyErr("resp_addr", `%q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
+	}
+	if c.Segment.MaxStep < 1 {
+		return s, keyErr("segment.max_step", `%d must be at least 1`, c.Segment.MaxStep)
+	}
+	if c.Snowflake.WorkerBits < 1 || c.Snowflake.WorkerBits > 21 {
+		return s, keyErr("snowflake.worker_bits", `%d is outside 1..21`, c.Snowflake.WorkerBits)
+	}
+	if !workerlease.ValidCluster(c.Snowflake.Cluster) {
+		return s, keyErr("snowflake.cluster", `%q must match ^[A-Za-z0-9_.:-]{1,64}$`, c.Snowflake.Cluster)
+	}
+	epoch, err := time.Parse(time.RFC3339, c.Snowflake.Epoch)
+	if err != nil {
+		return s, keyErr("snowflake.epoch", `%q is not an RFC 3339 time`, c.Snowflake.Epoch)
+	}
+	s.Epoch = epoch
+	for _, d := range []struct {
+		key string
+		val string
+		dst *time.Duration
+		min time.Duration
+	}{
+		{"shutdown_drain", c.ShutdownDrain, &s.Durations.ShutdownDrain, 0},
+		{"shutdown_timeout", c.ShutdownTimeout, &s.Durations.ShutdownTimeout, 0},
+		{"resp_idle_timeout", c.RespIdleTimeout, &s.Durations.RespIdleTimeout, time.Second},
+		{"segment.tag_refresh", c.Segment.TagRefresh, &s.Durations.TagRefresh, 100 * time.Millisecond},
+		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL, &s.Durations.LeaseTTL, time.Second},
+		// 0 would mean the generator's default, 10ms: not what "0s" says.
+		{"snowflake.max_drift_block", c.Snowflake.MaxDriftBlock, &s.Durations.MaxDriftBlock, time.Millisecond},
+		{"snowflake.max_drift_error", c.Snowflake.MaxDriftError, &s.Durations.MaxDriftError, 0},
+	} {
+		v, err := time.ParseDuration(d.val)
+		if err != nil {
+			return s, keyErr(d.key, "%q is not a duration like \"5s\"", d.val)
+		}
+		if v < d.min {
+			return s, keyErr(d.key, "%s is below the minimum %s", v, d.min)
+		}
+		*d.dst = v
+	}
+	// The drain is part of the stop; what is left after it is shared by
+	// the HTTP shutdown and the hand-back (shutdown.go).
+	if s.Durations.ShutdownTimeout <= s.Durations.ShutdownDrain {
+		return s, keyErr("shutdown_timeout", `%s must exceed shutdown_drain (%s)`, s.Durations.ShutdownTimeout, s.Durations.ShutdownDrain)
+	}
+	if s.Durations.MaxDriftError < s.Durations.MaxDriftBlock {
+		return s, keyErr("snowflake.max_drift_error", `must not be below snowflake.max_drift_block`)
+	}
+	// The generator's own checks, reported by key rather than at start: an
+	// epoch after now, or so early that the time bits run out within 10
+	// years.
+	if _, err := snowflake.New(snowflake.Settings{Epoch: epoch, WorkerBits: c.Snowflake.WorkerBits,
+		MaxDriftBlock: s.Durations.MaxDriftBlock, MaxDriftError: s.Durations.MaxDriftError}); err != nil {
+		key := "snowflake.max_drift_error"
+		if errors.Is(err, snowflake.ErrInvalidLayout) || errors.Is(err, snowflake.ErrLayoutTooShort) {
+			key = "snowflake.epoch"
+		}
+		return s, keyErr(key, "%w", err)
+	}
+	return s, nil
+}
