@@ -119,7 +119,7 @@ func runAdvance(t *testing.T, env *suiteEnv, in *instance, args ...string) strin
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.bin, append([]string{"advance", "-config", in.cfgPath}, args...)...)
-	cmd.Env = append(os.Environ(), "IDALLOC_DRIVER=mysql", "IDALLOC_DSN="+in.dsn)
+	cmd.Env = append(os.Environ(), "IDALLOC_DRIVER="+in.driver, "IDALLOC_DSN="+in.dsn)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -32,6 +32,7 @@ type instance struct {
 	addr    string // 127.0.0.1:port
 	url     string // http://addr
 	cfgPath string
+	driver  string // the store driver: "mysql" unless a test sets it before the first start
 	dsn     string
 	ctl     *client // for control calls (health, tags, workerid)
 
@@ -100,7 +101,7 @@ func newInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]a
 	}
 	dir := t.TempDir()
 	in := &instance{
-		t: t, env: env, name: name, dsn: dsn,
+		t: t, env: env, name: name, driver: "mysql", dsn: dsn,
 		addr:    "127.0.0.1:" + strconv.Itoa(port),
 		cfgPath: filepath.Join(dir, name+".json"),
 	}
@@ -156,7 +157,7 @@ func (in *instance) startOnce(initSchema bool, attempt int) error {
 	cmd.Dir = filepath.Dir(in.cfgPath)
 	cmd.Env = append(os.Environ(),
 		"IDALLOC_HTTP_ADDR="+in.addr,
-		"IDALLOC_DRIVER=mysql",
+		"IDALLOC_DRIVER="+in.driver,
 		"IDALLOC_DSN="+in.dsn,
 		"IDALLOC_ADMIN_TOKEN=",
 	)

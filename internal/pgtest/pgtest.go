@@ -158,6 +158,15 @@ func (s *Server) Kill() {
 	s.cmd, s.done = nil, nil
 }
 
+// Restart starts a killed server again on its data directory and port: it
+// recovers as after a crash (a standby goes on recovering, whether or not
+// its primary answers).
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.Kill()
+	s.start(tb)
+}
+
 // Promote ends a standby's recovery: it takes writes once Promote returns.
 func (s *Server) Promote(tb testing.TB) {
 	tb.Helper()
