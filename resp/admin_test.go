@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/idalloc/idalloc/internal/frontendtest"
 )
 
 // TestAuthorize: the admin rules of API.md §2 over RESP. With a token,
@@ -77,7 +79,7 @@ func TestInternalErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := serveOn(t, srv)
+		addr := frontendtest.Serve(t, srv)
 		conn, other := dialRaw(t, addr), dialRaw(t, addr)
 		if got := conn.send(t, "GET t\r\n"); got != "-ERR internal error" {
 			t.Errorf("panics %v: GET = %q, want -ERR internal error", panics, got)

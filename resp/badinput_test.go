@@ -2,7 +2,6 @@ package resp
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"testing"
 
@@ -86,23 +85,4 @@ func respCommands(c frontendtest.Case) [][]any {
 		return [][]any{cmd}
 	}
 	return nil
-}
-
-// serveOn serves srv on a port of 127.0.0.1 until tb's cleanup.
-func serveOn(tb testing.TB, srv *Server) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, 0) }()
-	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("Serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
 }

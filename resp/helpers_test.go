@@ -204,7 +204,7 @@ func adminClient(t *testing.T, d storetest.Driver) (storetest.Store, frontendtes
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: serveOn(t, srv), Password: token})
+	rdb := redis.NewClient(&redis.Options{Addr: frontendtest.Serve(t, srv), Password: token})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return st, dom, rdb
 }

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,55 +15,7 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/store/storetest"
 )
-
-// stoppableStore is a real store that can be stopped: while down, every
-// segment call and ping fails as an unreachable database's would. Worker
-// leases pass through.
-type stoppableStore struct {
-	storetest.Store
-	down atomic.Bool
-}
-
-var errStopped = errors.New("store stopped by the test")
-
-func (s *stoppableStore) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
-	if s.down.Load() {
-		return segment.Fetched{}, errStopped
-	}
-	return s.Store.Fetch(ctx, tag, step)
-}
-
-func (s *stoppableStore) GiveBack(ctx context.Context, tag string, oldMax, newMax int64) (bool, error) {
-	if s.down.Load() {
-		return false, errStopped
-	}
-	return s.Store.GiveBack(ctx, tag, oldMax, newMax)
-}
-
-func (s *stoppableStore) Tags(ctx context.Context) ([]segment.Tag, error) {
-	if s.down.Load() {
-		return nil, errStopped
-	}
-	return s.Store.Tags(ctx)
-}
-
-func (s *stoppableStore) CreateTag(ctx context.Context, t segment.Tag) error {
-	if s.down.Load() {
-		return errStopped
-	}
-	return s.Store.CreateTag(ctx, t)
-}
-
-func (s *stoppableStore) Ping(ctx context.Context) error {
-	if s.down.Load() {
-		return errStopped
-	}
-	return s.Store.Ping(ctx)
-}
 
 // findBrowser returns a Chromium or Chrome on PATH, or "".
 func findBrowser() string {

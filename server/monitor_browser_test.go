@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/internal/storefault"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
@@ -26,7 +27,7 @@ import (
 // served over TCP for a browser; the store can be stopped.
 type monitorRig struct {
 	srv   *Server
-	store *stoppableStore
+	store *storefault.Stoppable
 	url   string
 	lease workerlease.Lease
 	seen  *seenRequests
@@ -61,7 +62,7 @@ func (s *seenRequests) list() []*http.Request {
 func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitorRig {
 	t.Helper()
 	ctx := context.Background()
-	st := &stoppableStore{Store: storetest.SQLite().Open(t)}
+	st := &storefault.Stoppable{Store: storetest.SQLite().Open(t)}
 	reg := prometheus.NewRegistry()
 	m := mustMetrics(t, reg)
 	alloc, err := segment.New(ctx, st, segment.Config{Observer: m})
@@ -195,7 +196,7 @@ func testMonitorFollows(t *testing.T, browser context.Context, dir string) {
 	}
 	tb.run("back to desktop width", chromedp.EmulateViewport(1280, 800))
 
-	rg.store.down.Store(true)
+	rg.store.Down.Store(true)
 	tb.waitFor("degraded", `document.getElementById("state-text").textContent.startsWith("degraded") && `+
 		`document.getElementById("store").textContent === "unreachable"`)
 	tb.screenshot(dir, "monitor-degraded-1280x800.png", 1280, 800, false)

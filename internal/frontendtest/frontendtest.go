@@ -18,7 +18,8 @@
 //	frontendtest.CheckUnchanged(t, st)  // the bad input changed nothing
 //
 // A front end skips the Ops it does not serve (RESP has no lease calls).
-// It is imported by tests only.
+// Serve serves either front end on a port of 127.0.0.1 for a test's
+// clients. It is imported by tests only.
 package frontendtest
 
 import (
