@@ -38,20 +38,11 @@ func openLeaseStore(main dataStore, c config.LeaseConfig) (leaseStore, func(), e
 	return leaseStore{Store: main, layout: main}, func() {}, nil
 }
 
-// layoutRecorder is what the snowflake layout gate (main) and each new
-// lease's re-check (SessionConfig.CheckLayout) need of the lease store:
-// every lease store records a cluster's layout on first use and refuses a
-// different one with workerlease.ErrLayoutMismatch. It is this package's,
-// not workerlease's: leases know no generator.
-type layoutRecorder interface {
-	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
-}
-
 // leaseStore is the lease store, where it records snowflake layouts, and
 // how to ask whether it keeps leases across its own restart.
 type leaseStore struct {
 	workerlease.Store
-	layout layoutRecorder
+	layout leased.LayoutRecorder
 	// persistence says whether the store keeps leases across its own
 	// restart (redislease.CheckPersistence); nil when there is nothing to
 	// ask.
@@ -105,9 +96,7 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 	// covers that much more than the TTL.
 	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{
 		Service: svc, Logger: log, ClockSkew: cfg.Durations.MaxDriftError,
-		CheckLayout: func(ctx context.Context, cluster string) error {
-			return st.layout.CheckLayout(ctx, cluster, layout.Epoch.UnixMilli(), layout.WorkerBits)
-		},
+		CheckLayout: leased.CheckEachLease(st.layout, layout, log),
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -22,6 +22,8 @@ import (
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -242,17 +244,16 @@ func run(args []string) error {
 		layoutErr := func(err error) error {
 			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
 		}
-		lc := newLayoutCheck(func(ctx context.Context) error {
-			return leaseStore.layout.CheckLayout(ctx, cfg.Snowflake.Cluster, cfg.Epoch.UnixMilli(), cfg.Snowflake.WorkerBits)
-		}, log)
-		stopLayoutCheck, err = lc.gate(ctx,
+		gate := leased.LayoutGate{Layouts: leaseStore.layout, Cluster: cfg.Snowflake.Cluster,
+			Layout: source.Layout(), Logger: log}
+		stopLayoutCheck, err = gate.Open(ctx,
 			// Not ctx: the lease must stay renewed while the server drains.
 			func() { keeper.Start(context.Background()) },
 			func(err error) {
 				log.Error("snowflake layout differs from the cluster's: stopping", "err", err)
 				cancel(layoutErr(err))
 			})
-		if errors.Is(err, workerlease.ErrLayoutMismatch) {
+		if errors.Is(err, snowflake.ErrLayoutMismatch) {
 			return layoutErr(err)
 		}
 		if err != nil {

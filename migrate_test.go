@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
@@ -110,7 +111,7 @@ func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
 				t.Fatalf("target lease got worker %d last_timestamp_ms %d, want worker %d and %d", got.WorkerID, got.LastTimestampMS, l.WorkerID, reserved)
 			}
 			// The cluster's layout came along: another one is refused there.
-			if err := to.CheckLayout(ctx, "c", epoch, 8); !errors.Is(err, workerlease.ErrLayoutMismatch) {
+			if err := to.CheckLayout(ctx, "c", epoch, 8); !errors.Is(err, snowflake.ErrLayoutMismatch) {
 				t.Fatalf("target CheckLayout with other worker bits = %v, want ErrLayoutMismatch", err)
 			}
 		})

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +19,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -79,3 +85,101 @@ func writeConfig(tb testing.TB, body string) string {
 
 // noEnv is an environment with no IDALLOC_* variable set.
 func noEnv(string) string { return "" }
+
+// downUntil is a layout record that fails as an unreachable store until
+// back is set, counting the attempts.
+type downUntil struct {
+	leased.LayoutRecorder
+	back     atomic.Bool
+	attempts atomic.Int64
+}
+
+func (d *downUntil) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
+	d.attempts.Add(1)
+	if !d.back.Load() {
+		return errors.New("dial tcp 10.0.0.9:3306: connection refused")
+	}
+	return d.LayoutRecorder.CheckLayout(ctx, cluster, epochMS, workerBits)
+}
+
+// TestSnowflakeAnswers503UntilLayoutChecked: the wiring of run on a real
+// store and server: while the layout check fails, /snowflake answers 503
+// resp_code 3 with Retry-After and no worker lease is taken; once a check
+// confirms the layout, IDs are served.
+func TestSnowflakeAnswers503UntilLayoutChecked(t *testing.T) {
+	ctx := t.Context()
+	log := slog.New(slog.DiscardHandler)
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg, err := config.Default().Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := segment.New(ctx, st, segment.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alloc.Close(context.Background())
+	layouts := &downUntil{LayoutRecorder: st}
+	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: layouts}, cfg, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Logger: log},
+		server.Deps{Segments: alloc, Store: st, Leases: leases, Snowflake: source, OwnLease: keeper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	gate := leased.LayoutGate{Layouts: layouts, Cluster: cfg.Snowflake.Cluster, Layout: source.Layout(), Logger: log,
+		RetryInterval: time.Millisecond, MaxRetryInterval: time.Millisecond}
+	stop, err := gate.Open(ctx, func() { keeper.Start(context.Background()) }, func(err error) { t.Errorf("fatal: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stop()
+		if err := keeper.Close(context.Background(), source.LastTimestampMS()); err != nil {
+			t.Errorf("keeper.Close: %v", err)
+		}
+	}()
+
+	snowflake := func() (int, int, http.Header) {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/snowflake", nil))
+		var body struct {
+			RespCode int `json:"resp_code"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("GET /snowflake: %v in %q", err, rec.Body)
+		}
+		return rec.Code, body.RespCode, rec.Header()
+	}
+	waitUntil(t, func() bool { return layouts.attempts.Load() >= 3 })
+	if status, code, h := snowflake(); status != http.StatusServiceUnavailable || code != 3 || h.Get("Retry-After") == "" {
+		t.Fatalf("GET /snowflake, layout unchecked: got %d resp_code %d Retry-After %q, want 503 resp_code 3 with Retry-After",
+			status, code, h.Get("Retry-After"))
+	}
+	if _, held := keeper.Lease(); held {
+		t.Fatalf("worker lease held before the layout was checked")
+	}
+
+	layouts.back.Store(true)
+	waitUntil(t, func() bool { status, _, _ := snowflake(); return status == http.StatusOK })
+}
+
+// waitUntil polls cond until it holds, failing after a generous 10s.
+func waitUntil(tb testing.TB, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatal("condition not met within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -13,16 +13,18 @@ import (
 
 	"github.com/idalloc/idalloc/etcdlease"
 	"github.com/idalloc/idalloc/internal/etcdtest"
+	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
-// TestConformance runs the suite every lease store passes on one private
-// etcd, each case under a prefix of its own.
+// TestConformance runs the suites every lease store passes, of leases and
+// of the layouts beside them, on one private etcd, each case under a
+// prefix of its own.
 func TestConformance(t *testing.T) {
 	srv := etcdtest.Start(t)
 	var namespaces atomic.Int64
-	leasetest.Run(t, leasetest.Target{
+	tg := leasetest.Target{
 		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := fmt.Sprintf("/etcdlease-conformance/%d/", namespaces.Add(1))
 			tb.Cleanup(func() { deletePrefix(tb, srv, prefix) })
@@ -58,7 +60,9 @@ func TestConformance(t *testing.T) {
 		// etcd counts leases in whole seconds, and its lessor ends an
 		// expired one up to 500ms late.
 		TTL: 2 * time.Second,
-	})
+	}
+	leasetest.Run(t, tg)
+	layouttest.Run(t, tg)
 }
 
 // deletePrefix removes a namespace's keys; its etcd leases, if any are

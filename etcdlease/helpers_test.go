@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/idalloc/idalloc/internal/etcdtest"
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -98,7 +99,7 @@ func waitExpired(tb testing.TB, st *Store, l workerlease.Lease) {
 // fault must never be one of them.
 var refusals = []error{
 	workerlease.ErrNoWorkerID, workerlease.ErrNotAssigned, workerlease.ErrTokenMismatch,
-	workerlease.ErrLeaseExpired, workerlease.ErrLayoutMismatch, workerlease.ErrInvalidToken,
+	workerlease.ErrLeaseExpired, snowflake.ErrLayoutMismatch, workerlease.ErrInvalidToken,
 	workerlease.ErrInvalidCluster, workerlease.ErrInvalidWorkerID, workerlease.ErrInvalidConfig,
 }
 

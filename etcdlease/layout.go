@@ -6,11 +6,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/snowflake"
 )
 
 // CheckLayout records the snowflake layout of cluster on first use and
-// refuses a different one afterwards with workerlease.ErrLayoutMismatch:
+// refuses a different one afterwards with snowflake.ErrLayoutMismatch:
 // holders of one cluster with different worker bits or epochs can compose
 // the same ID from different parts, and a later epoch repeats earlier IDs.
 // One transaction puts the record if it is absent and otherwise reads it,
@@ -43,7 +43,7 @@ func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, 
 	}
 	if have != want {
 		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this holder %d ms and %d: %w",
-			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, workerlease.ErrLayoutMismatch)
+			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, snowflake.ErrLayoutMismatch)
 	}
 	return nil
 }

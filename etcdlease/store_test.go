@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/internal/etcdtest"
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -190,8 +191,8 @@ func testLayout(t *testing.T, srv *etcdtest.Server) {
 	}{
 		{a, "x", epoch, 10, nil},
 		{b, "x", epoch, 10, nil},
-		{b, "x", epoch, 12, workerlease.ErrLayoutMismatch},
-		{a, "x", epoch - 1, 10, workerlease.ErrLayoutMismatch},
+		{b, "x", epoch, 12, snowflake.ErrLayoutMismatch},
+		{a, "x", epoch - 1, 10, snowflake.ErrLayoutMismatch},
 		{b, "y", epoch - 1, 12, nil},
 		{a, "y", epoch - 1, 12, nil},
 	} {

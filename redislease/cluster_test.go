@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
@@ -74,10 +75,10 @@ func deleteClusterKeys(tb testing.TB, c *redis.ClusterClient, prefix string) {
 	}
 }
 
-// TestClusterConformance runs the suite on Redis Cluster, where a script
+// TestClusterConformance runs the suites on Redis Cluster, where a script
 // whose keys lay in two slots would be refused (CROSSSLOT).
 func TestClusterConformance(t *testing.T) {
-	leasetest.Run(t, leasetest.Target{
+	tg := leasetest.Target{
 		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := freshClusterPrefix(tb)
 			return leasetest.Namespace{
@@ -88,7 +89,9 @@ func TestClusterConformance(t *testing.T) {
 			}
 		},
 		TTL: 400 * time.Millisecond,
-	})
+	}
+	leasetest.Run(t, tg)
+	layouttest.Run(t, tg)
 }
 
 // TestClusterKeySlot checks keySlot, which the other tests trust, against

@@ -4,15 +4,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
-// TestConformance runs the suite every lease store passes. A namespace is
-// a fresh key prefix on the test Redis; each handle has a client of its
-// own, as another process would.
+// TestConformance runs the suites every lease store passes, of leases and
+// of the layouts beside them. A namespace is a fresh key prefix on the test
+// Redis; each handle has a client of its own, as another process would.
 func TestConformance(t *testing.T) {
-	leasetest.Run(t, leasetest.Target{
+	tg := leasetest.Target{
 		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := freshPrefix(tb) // skips tb when Redis is down
 			return leasetest.Namespace{
@@ -32,5 +33,7 @@ func TestConformance(t *testing.T) {
 			return st
 		},
 		TTL: 400 * time.Millisecond,
-	})
+	}
+	leasetest.Run(t, tg)
+	layouttest.Run(t, tg)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -150,7 +151,7 @@ func (s *Store) hold(ctx context.Context, cluster string, workerID int64, token 
 
 // CheckLayout records the snowflake layout of cluster on first use and
 // refuses a different one afterwards with an error wrapping
-// workerlease.ErrLayoutMismatch: holders of one cluster with different worker
+// snowflake.ErrLayoutMismatch: holders of one cluster with different worker
 // bits or epochs could compose the same ID from different parts, and a later
 // epoch repeats earlier IDs. The record never changes once made.
 func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
@@ -167,7 +168,7 @@ func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, 
 	}
 	if have[0] != strconv.FormatInt(epochMS, 10) || have[1] != strconv.Itoa(workerBits) {
 		return fmt.Errorf("cluster %q uses epoch %s ms and %s worker bits, this holder %d ms and %d: %w",
-			cluster, have[0], have[1], epochMS, workerBits, workerlease.ErrLayoutMismatch)
+			cluster, have[0], have[1], epochMS, workerBits, snowflake.ErrLayoutMismatch)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -302,18 +303,18 @@ func TestCheckLayout(t *testing.T) {
 	}{
 		{"layout-a", epoch, 10, nil},
 		{"layout-a", epoch, 10, nil},
-		{"layout-a", epoch, 8, workerlease.ErrLayoutMismatch},
-		{"layout-a", epoch + 86_400_000, 10, workerlease.ErrLayoutMismatch},
+		{"layout-a", epoch, 8, snowflake.ErrLayoutMismatch},
+		{"layout-a", epoch + 86_400_000, 10, snowflake.ErrLayoutMismatch},
 		{"layout-a", epoch, 10, nil}, // the refusals changed nothing
 		{"layout-b", epoch, 8, nil},  // clusters are independent
 		{"layout-b", epoch, 8, nil},
-		{"layout-b", epoch, 10, workerlease.ErrLayoutMismatch},
+		{"layout-b", epoch, 10, snowflake.ErrLayoutMismatch},
 	} {
 		if err := r.CheckLayout(t.Context(), c.cluster, c.epochMS, c.bits); !errors.Is(err, c.want) {
 			t.Errorf("CheckLayout(%s, %d, %d) = %v, want %v", c.cluster, c.epochMS, c.bits, err, c.want)
 		}
 	}
-	if err := r.another(t).CheckLayout(t.Context(), "layout-a", epoch, 12); !errors.Is(err, workerlease.ErrLayoutMismatch) {
-		t.Errorf("CheckLayout from a second client = %v, want %v", err, workerlease.ErrLayoutMismatch)
+	if err := r.another(t).CheckLayout(t.Context(), "layout-a", epoch, 12); !errors.Is(err, snowflake.ErrLayoutMismatch) {
+		t.Errorf("CheckLayout from a second client = %v, want %v", err, snowflake.ErrLayoutMismatch)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -114,7 +115,7 @@ func TestUnreachable(t *testing.T) {
 			if e, ok := errs.Describe(err); ok {
 				t.Errorf("%s: %s error %v is a refusal of kind %q, want a plain fault", name, call.name, err, e.Kind)
 			}
-			if errors.Is(err, workerlease.ErrLayoutMismatch) || errors.Is(err, workerlease.ErrInvalidConfig) {
+			if errors.Is(err, snowflake.ErrLayoutMismatch) || errors.Is(err, workerlease.ErrInvalidConfig) {
 				t.Errorf("%s: %s error %v matches a sentinel, want a plain fault", name, call.name, err)
 			}
 		}

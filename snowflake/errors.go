@@ -28,6 +28,17 @@ var (
 	// ErrFenced means Settings.Fence refused the ID: the worker lease is not
 	// provably held for the timestamp the ID would carry.
 	ErrFenced = errs.E(errs.Unavailable, "", "worker lease not confirmed: retry", nil)
+	// ErrLayoutMismatch means a cluster's recorded layout (epoch, worker
+	// bits) differs from this holder's: two layouts in one cluster can
+	// compose the same ID from different parts, and a later epoch repeats
+	// earlier IDs. Every lease store's CheckLayout refuses with it
+	// (leased.LayoutRecorder); it stops an instance's start, or holds back
+	// its next lease, so no front end answers with it today. Its Kind is
+	// Unavailable because that is what a client meets meanwhile (no lease,
+	// so ErrFenced's answer) and what it can do: retry later, or on an
+	// instance of the cluster's layout. Not Internal: nothing is broken
+	// that a request could report, only this instance's configuration.
+	ErrLayoutMismatch = errs.E(errs.Unavailable, "", "snowflake layout differs from the cluster's", nil)
 
 	// ErrInvalidLayout means worker bits outside 1..21, an epoch outside the
 	// years 1..9999 or after the clock's now, or a Layout value that NewLayout

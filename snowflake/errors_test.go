@@ -29,6 +29,7 @@ func TestDescribe(t *testing.T) {
 		{"drift try later", fmt.Errorf("clock is 20ms behind the last issued timestamp 5: %w", ErrClockDriftTryLater), errs.ClockBackwards, "clock moved backwards: retry later or on another instance", true},
 		{"drift too large", ErrClockDriftTooLargeToRecover, errs.ClockBackwards, "clock moved backwards too far: snowflake stopped on this instance, use another instance", true},
 		{"fenced", ErrFenced, errs.Unavailable, "worker lease not confirmed: retry", true},
+		{"layout mismatch", fmt.Errorf("cluster %q uses epoch 0 ms and 10 worker bits, this holder 1000 ms and 10: %w", "c", ErrLayoutMismatch), errs.Unavailable, "snowflake layout differs from the cluster's", true},
 		{"invalid layout", badBits, "", "", false},
 		{"time exhausted", ErrTimeExhausted, "", "", false},
 	}

@@ -6,13 +6,15 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/snowflake"
 )
 
 // CheckLayout records the snowflake layout of cluster on first use and
-// refuses a different one afterwards, with workerlease.ErrLayoutMismatch:
+// refuses a different one afterwards, with snowflake.ErrLayoutMismatch:
 // instances of one cluster with different worker bits or epochs can compose
 // the same ID from different parts, and a later epoch repeats earlier IDs.
+// A database without worker_layouts (made before it) is ErrMissingTables,
+// naming the fix, since retrying alone will not cure it.
 func (d *db) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
 	var have struct {
 		EpochMS    int64 `db:"epoch_ms"`
@@ -30,11 +32,16 @@ func (d *db) CheckLayout(ctx context.Context, cluster string, epochMS int64, wor
 		return d.x.GetContext(ctx, &have, `SELECT epoch_ms, worker_bits FROM worker_layouts WHERE cluster = ?`, cluster)
 	})
 	if err != nil {
+		// Asked only after a failure: the database answers which tables
+		// it has, whatever its engine calls the error.
+		if exists, qerr := d.tableExists(ctx, d.x, "worker_layouts"); qerr == nil && !exists {
+			err = missingTables([]string{"worker_layouts"})
+		}
 		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
 	}
 	if have.EpochMS != epochMS || have.WorkerBits != workerBits {
 		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this instance %d ms and %d: %w",
-			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, workerlease.ErrLayoutMismatch)
+			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, snowflake.ErrLayoutMismatch)
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ var ErrOutdatedSchema = errors.New("outdated schema")
 
 // ErrMissingTables is OpenMySQL's error, without MySQLOptions.InitSchema,
 // for a database that lacks some of idalloc's tables (an empty one, most
-// often); the wrapping error names them and the two ways to create them.
+// often), and CheckLayout's for one without worker_layouts (made before
+// it); the wrapping error names them and the two ways to create them.
 var ErrMissingTables = errors.New("idalloc's tables are missing")
 
 // schemaTables are the tables schema.sql creates, read from it so that a
@@ -55,8 +56,14 @@ func (m *MySQL) checkTables(ctx context.Context) error {
 	if err != nil || !slices.Contains(missing, "segments") {
 		return err
 	}
+	return missingTables(missing)
+}
+
+// missingTables is ErrMissingTables naming the tables and the two ways to
+// create them.
+func missingTables(names []string) error {
 	return fmt.Errorf("%w: %s; create them by starting once with -init-schema, or by applying schema.sql "+
-		"(mysql DATABASE < schema.sql)", ErrMissingTables, strings.Join(missing, ", "))
+		"(mysql DATABASE < schema.sql)", ErrMissingTables, strings.Join(names, ", "))
 }
 
 // timestampColumn is one TIMESTAMP column of an idalloc table, as

@@ -119,7 +119,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 
 	// One transaction, so handles opening a new file at once create it once.
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		had, err := s.leaseTableExists(ctx, tx)
+		had, err := s.tableExists(ctx, tx, "worker_leases")
 		if err != nil {
 			return err
 		}

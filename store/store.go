@@ -73,11 +73,11 @@ type db struct {
 	complete atomic.Bool
 }
 
-// leaseTableExists reports whether worker_leases exists, by a query each
-// dialect answers (information_schema on MySQL, sqlite_master on SQLite).
-func (d *db) leaseTableExists(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
+// tableExists reports whether table exists, by a query each dialect
+// answers (information_schema on MySQL, sqlite_master on SQLite).
+func (d *db) tableExists(ctx context.Context, q sqlx.QueryerContext, table string) (bool, error) {
 	var n int
-	err := sqlx.GetContext(ctx, q, &n, d.dialect.tableExists, "worker_leases")
+	err := sqlx.GetContext(ctx, q, &n, d.dialect.tableExists, table)
 	return n > 0, err
 }
 

@@ -58,8 +58,5 @@ var (
 	// above (the database unreachable, a timeout): retrying may succeed.
 	ErrUnavailable = errs.E(errs.Unavailable, "", "unavailable: the lease store is unreachable; retry", nil)
 
-	// ErrLayoutMismatch: the cluster's recorded snowflake layout (epoch,
-	// worker bits) differs from this instance's.
-	ErrLayoutMismatch = errors.New("snowflake layout differs from the cluster's")
-	ErrInvalidConfig  = errors.New("invalid workerlease config")
+	ErrInvalidConfig = errors.New("invalid workerlease config")
 )

@@ -72,7 +72,6 @@ func TestDescribe(t *testing.T) {
 		{fmt.Errorf("acquire worker ID in cluster %q: %w", "c", ErrNoWorkerID), errs.NoWorkerID, "no worker ID available in the cluster", true},
 		{fmt.Errorf("renew: %w", ErrTokenMismatch), errs.TokenMismatch, "worker ID is held by another token", true},
 		{fmt.Errorf("renew: %w", ErrLeaseExpired), errs.LeaseExpired, "lease expired: acquire a new worker ID", true},
-		{ErrLayoutMismatch, "", "", false},
 		{errors.New("dial tcp: secret"), "", "", false},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package workerlease
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,30 +59,34 @@ func TestMemoryGenesis(t *testing.T) {
 	}
 }
 
-// TestSessionChecksLayoutAfterGrant: a store that forgot its leases forgot
-// the cluster's layout too, and the first holder after records its own; a
-// holder of another layout is refused at its next grant, which it gives
-// back.
+// TestSessionChecksLayoutAfterGrant: CheckLayout is asked after each grant
+// with the lease's cluster (a store that forgot its leases forgot the
+// cluster's layout with them, and a holder of another layout must hear of
+// it at its next grant); its refusal ends NewSession with that error and
+// gives the grant back.
 func TestSessionChecksLayoutAfterGrant(t *testing.T) {
 	mem := NewMemoryStore(nil)
 	svc := newTestService(t, mem, Config{TTL: testTTL, MaxWorkerID: 1})
-	if err := mem.CheckLayout(t.Context(), svc.Cluster(), 0, 1); err != nil {
-		t.Fatalf("CheckLayout: %v", err)
+	// What a generator's owner passes (leased.CheckEachLease); workerlease
+	// only makes the call.
+	refused := errors.New("the cluster records another layout")
+	var asked []string
+	checkLayout := func(answer error) func(context.Context, string) error {
+		return func(_ context.Context, cluster string) error { asked = append(asked, cluster); return answer }
 	}
-	// What a generator's owner passes: its own layout, checked by the store.
-	checkLayout := func(epochMS int64) func(context.Context, string) error {
-		return func(ctx context.Context, cluster string) error { return mem.CheckLayout(ctx, cluster, epochMS, 1) }
-	}
-	_, err := NewSession(t.Context(), SessionConfig{Service: svc, CheckLayout: checkLayout(1000)})
-	if !errors.Is(err, ErrLayoutMismatch) {
-		t.Fatalf("NewSession with another layout = %v, want ErrLayoutMismatch", err)
+	_, err := NewSession(t.Context(), SessionConfig{Service: svc, CheckLayout: checkLayout(refused)})
+	if !errors.Is(err, refused) {
+		t.Fatalf("NewSession refused by CheckLayout = %v, want %v", err, refused)
 	}
 	if got := mustLease(t, mem, 0); !got.released {
 		t.Errorf("the grant refused for its layout was not given back: %+v", got)
 	}
-	s, err := NewSession(t.Context(), SessionConfig{Service: svc, CheckLayout: checkLayout(0)})
+	s, err := NewSession(t.Context(), SessionConfig{Service: svc, CheckLayout: checkLayout(nil)})
 	if err != nil {
 		t.Fatalf("NewSession with the cluster's layout: %v", err)
 	}
 	s.Close(t.Context(), 0)
+	if want := []string{svc.Cluster(), svc.Cluster()}; !slices.Equal(asked, want) {
+		t.Errorf("CheckLayout asked for clusters %q, want %q", asked, want)
+	}
 }

@@ -118,15 +118,9 @@ func (k *Keeper) run(ctx context.Context) {
 				return
 			}
 			wait := backoff/2 + k.cfg.randN(backoff/2+1) // equal jitter, as a session's retries
-			if errors.Is(err, ErrLayoutMismatch) {
-				// The cluster's layout was recorded anew by another
-				// holder (the store forgot the old one): no ID may be
-				// issued under this one until an operator decides.
-				k.cfg.Logger.Error("worker lease refused: the cluster now records another snowflake layout; retrying",
-					"err", err, "retry_in", wait)
-			} else {
-				k.cfg.Logger.Warn("acquire worker lease failed; retrying", "err", err, "retry_in", wait)
-			}
+			// A refusal by CheckLayout is logged by its owner, who knows
+			// what it means; here it is one more failure to retry.
+			k.cfg.Logger.Warn("acquire worker lease failed; retrying", "err", err, "retry_in", wait)
 			if !sleep(ctx, wait) {
 				return
 			}

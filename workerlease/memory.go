@@ -3,7 +3,6 @@ package workerlease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -13,13 +12,14 @@ var _ Store = (*MemoryStore)(nil)
 // MemoryStore is a Store kept in memory, with the semantics documented on
 // Store and expiry judged by its own injected clock, which plays the
 // database's. It serves tests and single-process use; it is safe for
-// concurrent use.
+// concurrent use. Unlike the module's other stores it records no snowflake
+// layouts (snowflake/leased's LayoutRecorder): their holders are processes
+// that may be configured apart, and one process has one layout.
 type MemoryStore struct {
 	now func() time.Time
 
-	mu      sync.Mutex
-	rows    map[memKey]*memRow
-	layouts map[string][2]int64 // cluster → epoch ms, worker bits
+	mu   sync.Mutex
+	rows map[memKey]*memRow
 	// genesis: the store began empty and has forgotten nothing since, so
 	// an ID with no row was never leased (Lease.NoHistory false). Forget
 	// ends it, as deleting a SQL store's rows deletes its genesis row.
@@ -48,7 +48,7 @@ func NewMemoryStore(now func() time.Time) *MemoryStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), layouts: make(map[string][2]int64), genesis: true}
+	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), genesis: true}
 }
 
 // Acquire implements Store.
@@ -129,36 +129,12 @@ func (m *MemoryStore) Release(ctx context.Context, cluster string, workerID int6
 	return nil
 }
 
-// CheckLayout records the snowflake layout of cluster (its epoch in Unix
-// milliseconds and its worker bits) on first use and refuses a different
-// one afterwards with ErrLayoutMismatch, as the other stores do for the
-// generators' owners, who consume it (workerlease itself does not).
-func (m *MemoryStore) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	want := [2]int64{epochMS, int64(workerBits)}
-	have, ok := m.layouts[cluster]
-	if !ok {
-		m.layouts[cluster] = want
-		return nil
-	}
-	if have != want {
-		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this holder %d ms and %d: %w",
-			cluster, have[0], have[1], epochMS, workerBits, ErrLayoutMismatch)
-	}
-	return nil
-}
-
-// Forget drops every lease and layout, as a store restarted without
+// Forget drops every lease, as a store restarted without
 // persistence would: for tests of what holders do when their store forgets.
 func (m *MemoryStore) Forget() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.rows)
-	clear(m.layouts)
 	m.genesis = false
 }
 

@@ -49,12 +49,12 @@ type SessionConfig struct {
 	ClockSkew time.Duration
 	// CheckLayout, when set, is called with the granted lease's cluster
 	// after every grant, before the session is used. A generator's owner
-	// sets it to check the cluster's recorded snowflake layout (the stores'
-	// CheckLayout): a store that forgot its leases forgot the cluster's
-	// layout with them, and the first holder after that records its own, so
-	// a holder of another layout must learn of it at its next grant, not
-	// only at its process's start. An error releases the grant and ends
-	// NewSession with it (the stores' ErrLayoutMismatch for a mismatch).
+	// sets it to check the cluster's recorded snowflake layout
+	// (snowflake/leased's CheckEachLease): a store that forgot its leases
+	// forgot the cluster's layout with them, and the first holder after
+	// that records its own, so a holder of another layout must learn of it
+	// at its next grant, not only at its process's start. An error
+	// releases the grant and ends NewSession with it; a Keeper retries.
 	// workerlease knows no layout: it only makes the call.
 	CheckLayout func(ctx context.Context, cluster string) error
 	// Logger receives lease events. nil means no logging.

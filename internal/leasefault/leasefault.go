@@ -22,7 +22,6 @@ type LeaseStore[Req, Lease any] interface {
 	Acquire(ctx context.Context, req Req) (Lease, error)
 	Renew(ctx context.Context, cluster string, workerID int64, token string, ttl time.Duration, lastTimestampMS int64) (Lease, error)
 	Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error
-	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 }
 
 // Store passes every call on to Store, except that a non-nil AcquireFunc,
@@ -58,9 +57,4 @@ func (f *Store[Req, Lease]) Release(ctx context.Context, cluster string, workerI
 		return f.ReleaseFunc(ctx, cluster, workerID, token, lastTimestampMS)
 	}
 	return f.Store.Release(ctx, cluster, workerID, token, lastTimestampMS)
-}
-
-// CheckLayout always calls Store.CheckLayout.
-func (f *Store[Req, Lease]) CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error {
-	return f.Store.CheckLayout(ctx, cluster, epochMS, workerBits)
 }

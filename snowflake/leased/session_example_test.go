@@ -11,7 +11,9 @@ import (
 
 // A process leases a worker ID, issues IDs fenced by the lease, and gives
 // it back with the last timestamp used. MemoryStore stands in for
-// redislease, etcdlease or store. This is a workerlease.Session wired to a
+// redislease, etcdlease or store, which also record each cluster's layout
+// (LayoutRecorder: see LayoutGate and CheckEachLease); one process, of one
+// layout, needs no record. This is a workerlease.Session wired to a
 // snowflake generator by hand, which Source does for a Keeper's sessions;
 // it lives here because workerlease knows no generator, even in its tests.
 func Example_session() {
@@ -28,10 +30,6 @@ func Example_session() {
 		Cluster: "orders", MaxWorkerID: layout.MaxWorkerID(), TTL: 30 * time.Second,
 	})
 	if err != nil {
-		panic(err)
-	}
-	// The store records the cluster's layout; another layout is refused.
-	if err := st.CheckLayout(ctx, "orders", layout.Epoch.UnixMilli(), layout.WorkerBits); err != nil {
 		panic(err)
 	}
 	sess, err := workerlease.NewSession(ctx, workerlease.SessionConfig{Service: svc})

@@ -5,6 +5,12 @@
 // holders' reservation and fenced by that session alone, so an ID is issued
 // only while its lease is provably held and never at or below an ID an
 // earlier holder of the worker ID may have issued.
+//
+// Two holders of one cluster with different layouts could compose the same
+// ID from different parts, so the layout is this package's to keep one per
+// cluster too: every lease store records a cluster's first layout
+// (LayoutRecorder), LayoutGate holds an instance's leases back until its
+// own is confirmed, and CheckEachLease confirms it again after each grant.
 package leased
 
 import (

@@ -2,8 +2,9 @@
 // any package's tests get a real store for every driver.
 //
 // Run(t, driver) proves the contract of segment.Store against one driver,
-// and LeaseTarget(driver) runs workerlease's own suite (leasetest) on it;
-// package store calls both for SQLite and MySQL.
+// and LeaseTarget(driver) is the target on which workerlease's own suite
+// (leasetest) and snowflake/leased's of layouts (layouttest) run; package
+// store runs all three for SQLite and MySQL.
 //
 // Other packages' tests get fresh databases from Drivers:
 //
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
@@ -45,9 +47,7 @@ import (
 type Store interface {
 	segment.Store
 	workerlease.Store
-	// CheckLayout records a cluster's snowflake layout (the layout gate's
-	// need, not workerlease's).
-	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
+	leased.LayoutRecorder
 	Close() error
 }
 

@@ -251,29 +251,3 @@ func testAcquirePreference(t *testing.T, e env) {
 		}
 	}
 }
-
-func testClusterLayout(t *testing.T, e env) {
-	st := e.open(t)
-	const epoch = int64(1_767_225_600_000) // 2026-01-01
-	for _, c := range []struct {
-		cluster string
-		epochMS int64
-		bits    int
-		want    error
-	}{
-		{"layout-a", epoch, 10, nil},
-		{"layout-a", epoch, 10, nil}, // the same again: fine
-		{"layout-a", epoch, 8, workerlease.ErrLayoutMismatch},
-		{"layout-a", epoch + 86_400_000, 10, workerlease.ErrLayoutMismatch},
-		{"layout-b", epoch, 8, nil}, // clusters are independent
-		{"layout-b", epoch, 8, nil},
-	} {
-		if err := layouts(t, st).CheckLayout(t.Context(), c.cluster, c.epochMS, c.bits); !errors.Is(err, c.want) {
-			t.Errorf("CheckLayout(%s, %d, %d) = %v, want %v", c.cluster, c.epochMS, c.bits, err, c.want)
-		}
-	}
-	// Another handle, as another instance, sees the same record.
-	if err := layouts(t, e.open(t)).CheckLayout(t.Context(), "layout-a", epoch, 12); !errors.Is(err, workerlease.ErrLayoutMismatch) {
-		t.Errorf("CheckLayout from a second handle = %v, want %v", err, workerlease.ErrLayoutMismatch)
-	}
-}

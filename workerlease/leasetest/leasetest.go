@@ -16,15 +16,16 @@
 // judged by the store's clock, never the caller's; the Service refuses
 // malformed input before any store sees it, and every store holds the
 // widest input it passes; last_timestamp_ms passes to the next holder and
-// never decreases; a cluster keeps its first layout; an unreachable store
-// is an outage (ErrUnavailable), never a refusal; and a store that forgets (restarted without persistence, wiped, its rows
-// deleted) grants with NoHistory, never brings a forgotten lease back on a
-// renewal, and so makes a Session wait out the forgotten holder, who stops
-// at its next renewal.
+// never decreases; an unreachable store is an outage (ErrUnavailable),
+// never a refusal; and a store that forgets (restarted without
+// persistence, wiped, its rows deleted) grants with NoHistory, never brings
+// a forgotten lease back on a renewal, and so makes a Session wait out the
+// forgotten holder, who stops at its next renewal. How a store keeps a
+// cluster's snowflake layout beside its leases is snowflake/leased's
+// concern, and its suite (layouttest) runs on the same Target.
 package leasetest
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -111,7 +112,6 @@ func grantCases() []testCase {
 		{"acquire prefers IDs at or below the caller's clock", testAcquirePreference},
 		{"the widest input the Service passes is held whole", testWidths},
 		{"the Service refuses invalid input before the store", testServiceRefuses},
-		{"a cluster keeps the layout it was first used with", testClusterLayout},
 		{"the caller's clock does not decide expiry", testCallerClockSkew},
 	}
 }
@@ -152,24 +152,4 @@ func mustRenew(t *testing.T, st workerlease.Store, l workerlease.Lease, lastTime
 		t.Fatalf("Renew(worker %d, token %q): %v", l.WorkerID, l.Token, err)
 	}
 	return r
-}
-
-// layoutRecorder is what the snowflake layout gate and each new lease's
-// re-check need of a lease store; its consumers (idalloc's main,
-// SessionConfig.CheckLayout's caller) own the interface, not
-// workerlease.Store. Every lease store of this module has it, and the
-// suite holds each to it.
-type layoutRecorder interface {
-	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
-}
-
-// layouts returns st's layout record, failing t if st keeps none.
-func layouts(t *testing.T, st workerlease.Store) layoutRecorder {
-	t.Helper()
-	lr, ok := st.(layoutRecorder)
-	if !ok {
-		t.Fatalf("%T has no CheckLayout(ctx, cluster, epochMS, workerBits): "+
-			"every lease store records its clusters' snowflake layouts for the layout gate", st)
-	}
-	return lr
 }
