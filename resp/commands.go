@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/tidwall/redcon"
 )
 
@@ -300,7 +301,7 @@ func (s *Server) snowflake(c redcon.Conn, ses *session, args [][]byte) error {
 		return arity(cmdSnowflake, args)
 	}
 	if s.flake == nil {
-		return errNoSnowflake
+		return snowflake.ErrDisabled
 	}
 	if len(args) == 1 {
 		id, err := s.flake.Next()

@@ -34,9 +34,10 @@ var kindClass = map[errs.Kind]string{
 	errs.Draining:         classTryAgain,
 	errs.ClockBackwards:   classTryAgain,
 	errs.PeriodExhausted:  classTryAgain,
-	// No worker ID is free for this instance (HTTP's resp_code 5): another
-	// instance may hold one, and this one keeps trying.
-	errs.NoWorkerID:   classTryAgain,
+	// HTTP's resp_code 5 (no worker ID free, or snowflake mode off): §6
+	// keeps TRYAGAIN for resp_codes 3 and 4, and clients such as go-redis
+	// retry a TRYAGAIN at once, which neither cures.
+	errs.NoWorkerID:   classErr,
 	errs.Unauthorized: classNoAuth,
 	errs.Forbidden:    classNoAuth,
 }
@@ -73,17 +74,16 @@ var (
 	// errWrongToken is AUTH with a token that is not admin_token, in the
 	// words Redis answers a wrong requirepass with, which clients turn into
 	// their authentication error (redis-py's AuthenticationError).
-	errWrongToken  = &replyError{line: classErr + " invalid password", outcome: outNoAuth}
-	errNoToken     = ownError(classErr, "AUTH: no admin_token is configured on this instance; admin commands are served to loopback clients only")
-	errNoSnowflake = ownError(classErr, "snowflake mode is not enabled on this instance")
-	errDel         = ownError(classErr, "DEL refused: tags are never deleted, since a tag deleted and created again would repeat its IDs")
-	errUnknownCmd  = ownError(classErr, "unknown command: idalloc serves GET, INCR, INCRBY 1, MGET, IDS, SNOWFLAKE, HSET, INFO, DEL, AUTH, PING, ECHO, HELLO, CLIENT, COMMAND, CONFIG, SELECT, QUIT")
-	errSelect      = ownError(classErr, "DB index is out of range: idalloc has database 0 only")
-	errNoProto     = ownError(classNoProto, "sorry, this protocol version is not supported: idalloc speaks RESP2 (HELLO 2)")
-	errSubcommand  = ownError(classErr, "unknown subcommand")
-	errIncrBy      = ownError(classErr, "INCRBY takes an increment of 1 only: IDS <tag> <count> gives several IDs")
-	errSyntax      = ownError(classErr, "syntax error")
-	errInternal    = ownError(classErr, "internal error")
+	errWrongToken = &replyError{line: classErr + " invalid password", outcome: outNoAuth}
+	errNoToken    = ownError(classErr, "AUTH: no admin_token is configured on this instance; admin commands are served to loopback clients only")
+	errDel        = ownError(classErr, "DEL refused: tags are never deleted, since a tag deleted and created again would repeat its IDs")
+	errUnknownCmd = ownError(classErr, "unknown command: idalloc serves GET, INCR, INCRBY 1, MGET, IDS, SNOWFLAKE, HSET, INFO, DEL, AUTH, PING, ECHO, HELLO, CLIENT, COMMAND, CONFIG, SELECT, QUIT")
+	errSelect     = ownError(classErr, "DB index is out of range: idalloc has database 0 only")
+	errNoProto    = ownError(classNoProto, "sorry, this protocol version is not supported: idalloc speaks RESP2 (HELLO 2)")
+	errSubcommand = ownError(classErr, "unknown subcommand")
+	errIncrBy     = ownError(classErr, "INCRBY takes an increment of 1 only: IDS <tag> <count> gives several IDs")
+	errSyntax     = ownError(classErr, "syntax error")
+	errInternal   = ownError(classErr, "internal error")
 	// errHTTP answers an HTTP request sent to this port, as a web page can
 	// make a browser do (a cross-protocol form post whose body holds
 	// commands). Redis closes such connections too.

@@ -32,7 +32,6 @@ var (
 	errForeignHost      = errors.New("admin call with a non-loopback Host")
 	errCrossOrigin      = errors.New("admin call with another Origin")
 	errCrossSite        = errors.New("admin call marked cross-site by Sec-Fetch-Site")
-	errNoSnowflake      = errors.New("snowflake disabled")
 	errNoLeases         = errors.New("worker-ID leases disabled")
 )
 
@@ -89,7 +88,6 @@ var ownErrors = []struct {
 	{errForeignHost, own(errs.Unauthorized, "admin call refused: its Host is not a loopback name; address this service as localhost, 127.0.0.1 or [::1], or configure admin_token")},
 	{errCrossOrigin, own(errs.Unauthorized, "admin call refused: cross-origin request (its Origin header names another site); make admin calls from curl or a server-side client, not from a web page")},
 	{errCrossSite, own(errs.Unauthorized, "admin call refused: cross-site request (Sec-Fetch-Site); make admin calls from curl or a server-side client, not from a web page")},
-	{errNoSnowflake, own(errs.NoWorkerID, "snowflake mode is not enabled on this instance")},
 	{errNoLeases, own(errs.NoWorkerID, "worker-ID leases are not enabled on this instance")},
 }
 

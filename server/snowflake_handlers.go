@@ -22,7 +22,7 @@ type Snowflakes interface {
 // handleSnowflake serves GET /snowflake[?count=N], a hot path like /alloc.
 func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
 	if s.flake == nil {
-		return s.fail(w, r, errNoSnowflake)
+		return s.fail(w, r, snowflake.ErrDisabled)
 	}
 	n, err := countParam(r.URL.RawQuery, s.count)
 	if err != nil {
@@ -63,7 +63,7 @@ var errIDSpelling = badParam("id", "write it in decimal digits alone, without '+
 // handleDecompose serves GET /snowflake/{id}.
 func (s *Server) handleDecompose(w http.ResponseWriter, r *http.Request) int {
 	if s.flake == nil {
-		return s.fail(w, r, errNoSnowflake)
+		return s.fail(w, r, snowflake.ErrDisabled)
 	}
 	raw := chi.URLParam(r, "id")
 	// One spelling per ID keeps caches and logs keyed by the path in step

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -31,7 +32,7 @@ type OwnLease interface {
 // handleOwnLease serves GET /workerid.
 func (s *Server) handleOwnLease(w http.ResponseWriter, r *http.Request) int {
 	if s.own == nil {
-		return s.fail(w, r, errNoSnowflake)
+		return s.fail(w, r, snowflake.ErrDisabled)
 	}
 	l, ok := s.own.Lease()
 	if !ok {

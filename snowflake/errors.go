@@ -28,6 +28,10 @@ var (
 	// ErrFenced means Settings.Fence refused the ID: the worker lease is not
 	// provably held for the timestamp the ID would carry.
 	ErrFenced = errs.E(errs.Unavailable, "", "worker lease not confirmed: retry", nil)
+	// ErrDisabled means this instance serves no snowflake IDs
+	// (snowflake.enabled is false). Its Kind is NoWorkerID, as for an
+	// instance that holds no worker ID: another instance may serve.
+	ErrDisabled = errs.E(errs.NoWorkerID, "", "snowflake mode is not enabled on this instance", nil)
 	// ErrLayoutMismatch means a cluster's recorded layout (epoch, worker
 	// bits) differs from this holder's: two layouts in one cluster can
 	// compose the same ID from different parts, and a later epoch repeats

@@ -90,7 +90,7 @@ func rows() []row {
 		{kind: errs.ClockBackwards, setup: clockBack, target: "/snowflake", status: 503, code: 4,
 			cmd: []any{"SNOWFLAKE"}, class: "TRYAGAIN"},
 		{kind: errs.NoWorkerID, setup: fillCluster, target: "/snowflake", status: 409, code: 5,
-			cmd: []any{"SNOWFLAKE"}, class: "TRYAGAIN"},
+			cmd: []any{"SNOWFLAKE"}, class: "ERR"},
 		{kind: errs.TokenMismatch, setup: holdLease, method: "POST", target: "/workerid/renew", admin: true,
 			body:   `{"worker_id":{worker_id},"token":"` + frontendtest.WellFormedToken + `"}`,
 			status: 409, code: 6, field: "token", respSkip: leaseOnly},
