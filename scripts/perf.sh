@@ -30,6 +30,8 @@
 #                        behind) instead of a temporary SQLite file
 #   PERF_KEEP=1          keep the temporary directory (logs, JSON reports)
 #   PERF_RESP_N=1000000  requests per pipelined redis-benchmark run
+#   PERF_OLD=REV         also idalloc built at git revision REV, measured beside
+#                        this tree's (/alloc, RESP, Go client): perf_old.sh
 set -euo pipefail
 
 ROUNDS=${PERF_ROUNDS:-6}
@@ -55,6 +57,8 @@ for tool in go curl awk sed sort; do
 done
 # shellcheck source=scripts/perf_resp.sh
 source "$root/scripts/perf_resp.sh"
+# shellcheck source=scripts/perf_old.sh
+source "$root/scripts/perf_old.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/idalloc-perf.XXXXXX")
 pids=() # servers (or their timeout wrappers) this script started
@@ -86,6 +90,7 @@ say "building into $tmp"
 go build -o "$tmp/idalloc" .
 go build -o "$tmp/barechi" ./cmd/barechi
 go build -o "$tmp/idload" ./cmd/idload
+old_build
 
 # ---------------------------------------------------------------- pinning
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null || echo 1)
@@ -163,13 +168,13 @@ wait_addr() {
 	echo "$addr"
 }
 
-start_idalloc() { # name config -> sets ${name}_addr and ${name}_pid
-	local name=$1 cfg=$2 pid addr spid
+start_idalloc() { # name config [binary] -> sets ${name}_addr and ${name}_pid
+	local name=$1 cfg=$2 bin=${3:-$tmp/idalloc} pid addr spid
 	if [[ $driver == mysql ]]; then
 		IDALLOC_DRIVER=mysql IDALLOC_DSN=$IDALLOC_PERF_DSN \
-			"${srv_pin[@]}" "${life[@]}" "$tmp/idalloc" -config "$cfg" "${extra[@]}" 2>"$tmp/$name.log" &
+			"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" "${extra[@]}" 2>"$tmp/$name.log" &
 	else
-		"${srv_pin[@]}" "${life[@]}" "$tmp/idalloc" -config "$cfg" 2>"$tmp/$name.log" &
+		"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" 2>"$tmp/$name.log" &
 	fi
 	pid=$!
 	pids+=("$pid")
@@ -193,6 +198,7 @@ start_idalloc main "$tmp/main.json"
 start_idalloc s100 "$tmp/s100.json"
 say "bare chi on $bare_addr, idalloc on $main_addr, idalloc (max_step $SMALL) on $s100_addr"
 resp_start
+old_start
 
 create_tag() { # addr tag step
 	local code
@@ -284,6 +290,7 @@ for round in $(seq "$ROUNDS"); do
 	measure flake "$main_pid" "$main_addr" "$round" -mode snowflake
 	measure flakebatch "$main_pid" "$main_addr" "$round" -mode snowflake -count 1000
 	resp_round "$round"
+	old_round "$round"
 done
 
 # metric ADDR SERIES: the value of one idalloc_segment_* series (name{labels}), 0 when absent.
@@ -380,7 +387,7 @@ At $(int "$(med step100 1)") req/s a $(int "$SMALL")-ID segment lasts $(awk -v r
 10% of the current one is used, so only a fetch slower than the remaining 90% makes requests wait.
 p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)") with the step pinned,
 $(ratio "$(med step100a 5)" "$(med step1m 5)") with the adaptive step. $fetch_note
-$(resp_table)
+$(resp_table)$(old_table)
 
 In-process, \`go test -run XXX -bench 'Next|AtomicAdd' ./segment/ ./snowflake/\` (GOMAXPROCS $ncpu, not pinned):
 
