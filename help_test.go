@@ -96,7 +96,8 @@ func TestServeRefusesArguments(t *testing.T) {
 
 // TestHelpGoesToStdout: the usage asked for goes to stdout, so that
 // `idalloc -help | less` pages it; a flag error, and the usage after it,
-// go to stderr.
+// go to stderr. migrate/cmd's test of the same name holds the commands to
+// it.
 func TestHelpGoesToStdout(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -107,10 +108,6 @@ func TestHelpGoesToStdout(t *testing.T) {
 	}{
 		{"idalloc -help", parseServeOnly, []string{"-help"}, "Usage: idalloc [-config PATH]", ""},
 		{"idalloc -nope", parseServeOnly, []string{"-nope"}, "", "flag provided but not defined: -nope\nUsage: idalloc"},
-		{"idalloc migrate -help", migrate, []string{"-help"}, "Usage: idalloc migrate", ""},
-		{"idalloc migrate -nope", migrate, []string{"-nope"}, "", "flag provided but not defined: -nope\nUsage: idalloc migrate"},
-		{"idalloc advance -h", advanceNoEnv, []string{"-h"}, "Usage: idalloc advance", ""},
-		{"idalloc advance -by x", advanceNoEnv, []string{"-by", "x"}, "", `invalid value "x" for flag -by`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -134,15 +131,10 @@ func TestHelpGoesToStdout(t *testing.T) {
 	}
 }
 
-// parseServeOnly is parseServe with migrate's signature.
+// parseServeOnly is config.ParseServe with the signature of the cases.
 func parseServeOnly(args []string, stdout, stderr io.Writer) error {
 	_, err := config.ParseServe(args, stdout, stderr)
 	return err
-}
-
-// advanceNoEnv is advance without IDALLOC_* variables.
-func advanceNoEnv(args []string, stdout, stderr io.Writer) error {
-	return advance(args, stdout, stderr, noEnv)
 }
 
 // quoteOr is s quoted, or otherwise when s is empty.

@@ -10,9 +10,11 @@ import (
 
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/etcdlease"
+	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/redislease"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -36,6 +38,25 @@ func openLeaseStore(main dataStore, c config.LeaseConfig) (leaseStore, func(), e
 		return leaseStore{Store: st, layout: st}, func() { st.Close() }, nil
 	}
 	return leaseStore{Store: main, layout: main}, func() {}, nil
+}
+
+// Every lease store openLeaseStore opens can be advanced, as
+// advanceLeases asserts.
+var (
+	_ migrate.Leases = store.Store(nil)
+	_ migrate.Leases = (*redislease.Store)(nil)
+	_ migrate.Leases = (*etcdlease.Store)(nil)
+)
+
+// advanceLeases is idalloc advance's way to the lease store (a
+// cmd.OpenLeases): the one the server would use, opened as for the
+// server, since the adapters are main's to import.
+func advanceLeases(st store.Store, c config.LeaseConfig) (migrate.Leases, func(), error) {
+	ls, closeLeases, err := openLeaseStore(st, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ls.Store.(migrate.Leases), closeLeases, nil
 }
 
 // leaseStore is the lease store, where it records snowflake layouts, and

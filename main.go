@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/migrate/cmd"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
@@ -40,38 +41,35 @@ func main() {
 	if len(args) > 0 && args[0] == "help" {
 		args = []string{"-help"}
 	}
-	cmd, do := "idalloc", run
-	if len(args) > 0 && args[0] == "migrate" {
-		cmd, do, args = "idalloc migrate", migrateMain, args[1:]
-	} else if len(args) > 0 && args[0] == "advance" {
-		cmd, do, args = "idalloc advance", advanceMain, args[1:]
+	name, do := "idalloc", run
+	switch {
+	case len(args) > 0 && args[0] == "migrate":
+		name, do, args = "idalloc migrate", migrateMain, args[1:]
+	case len(args) > 0 && args[0] == "advance":
+		name, do, args = "idalloc advance", advanceMain, args[1:]
 	}
 	if err := do(args); err != nil {
-		fmt.Fprintln(os.Stderr, cmd+":", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		os.Exit(1)
 	}
+}
+
+// migrateMain and advanceMain run the tools (package migrate/cmd) on this
+// process's output and environment; advance gets the lease stores through
+// main, which alone imports their adapters.
+func migrateMain(args []string) error { return cmd.Migrate(args, os.Stdout, os.Stderr) }
+
+func advanceMain(args []string) error {
+	return cmd.Advance(args, os.Stdout, os.Stderr, os.Getenv, advanceLeases)
 }
 
 // dataStore is what a store driver provides to main.
 type dataStore interface {
 	segment.Store
 	workerlease.Store
-	leaseHistory
+	leased.LayoutRecorder
 	ObserveConflicts(func(op string))
 	Close() error
-}
-
-// openStore opens the store driver names. report is told each change
-// -init-schema makes to a MySQL schema (SQLite creates what is missing on
-// its own).
-func openStore(ctx context.Context, driver, dsn string, initSchema bool, report func(string)) (dataStore, error) {
-	switch driver {
-	case "mysql":
-		return store.OpenMySQL(ctx, dsn, store.MySQLOptions{InitSchema: initSchema, Report: report})
-	case "sqlite":
-		return store.OpenSQLite(ctx, dsn)
-	}
-	return nil, fmt.Errorf("unknown driver %q", driver)
 }
 
 // notWaiting is added to the error of a database that does not answer at
@@ -83,17 +81,18 @@ const notWaiting = "idalloc does not wait for the database at start: start it fi
 
 // startStore opens the configured store once, logging what -init-schema
 // changed. The error names the database's host and name (the store's
-// errors never carry the password) and says what to do (see openError):
-// for refused credentials, fix the dsn (named by where it came from); for
-// missing or outdated tables, the statement or flag that fixes them (the
-// store says it); for a database that does not answer, that it was not
-// retried. Only the last is one a restart may cure.
+// errors never carry the password) and says what to do (see
+// store.OpenError): for refused credentials, fix the dsn (named by where
+// it came from); for missing or outdated tables, the statement or flag
+// that fixes them (the store says it); for a database that does not
+// answer, that it was not retried. Only the last is one a restart may
+// cure.
 func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (dataStore, error) {
 	changed := false
-	st, err := openStore(ctx, cfg.Driver, cfg.DSN, initSchema, func(change string) {
+	st, err := store.Open(ctx, cfg.Driver, cfg.DSN, store.Options{InitSchema: initSchema, Report: func(change string) {
 		changed = true
 		log.Info("init-schema: "+change, "driver", cfg.Driver)
-	})
+	}})
 	switch {
 	case err == nil:
 		if initSchema && cfg.Driver == "mysql" && !changed {
@@ -104,24 +103,7 @@ func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *
 		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
 		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
 	}
-	return nil, openError(cfg, err)
-}
-
-// openError explains err, from opening cfg's store, as the server's start
-// and idalloc advance report it: refused credentials and a database
-// without idalloc's tables (not yet prepared, or not the one meant) are
-// fixed where the dsn was set, so they name that place (the environment
-// variable, or the config file and key).
-func openError(cfg config.Settings, err error) error {
-	switch {
-	case errors.Is(err, store.ErrAccessDenied):
-		return fmt.Errorf("%s: %w; correct the user or password there", cfg.Origin("dsn"), err)
-	case errors.Is(err, store.ErrMissingTables):
-		return fmt.Errorf("%s: %w", cfg.Origin("dsn"), err)
-	case cfg.Driver == "mysql":
-		return err // it says "open mysql host/db" already
-	}
-	return fmt.Errorf("open %s store: %w", cfg.Driver, err)
+	return nil, store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
 }
 
 func run(args []string) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/migrate/cmd"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
-	"github.com/idalloc/idalloc/workerlease"
 )
 
 // serveChildEnv, when set, makes this test binary an idalloc server, as
@@ -164,7 +163,7 @@ func TestMigrateRefusesASQLiteFileInUse(t *testing.T) {
 				args = append(args, "-force")
 			}
 			var out bytes.Buffer
-			err := migrate(args, &out, &out)
+			err := cmd.Migrate(args, &out, &out)
 			got := out.String()
 			if err != nil {
 				got = err.Error() + "\n" + got
@@ -206,54 +205,6 @@ func TestMigrateRefusesASQLiteFileInUse(t *testing.T) {
 				if tg.AppTag == "order" {
 					t.Errorf("the refused migrate wrote tag %q to the target", tg.AppTag)
 				}
-			}
-		})
-	}
-}
-
-// TestMigrateRefusesALiveMySQLLease: a MySQL source with a worker lease
-// not expired by the database's clock is refused, naming the cluster, the
-// worker ID and the holder, unless -force; once released, it migrates.
-func TestMigrateRefusesALiveMySQLLease(t *testing.T) {
-	src := storetest.MySQL().NewDB(t)
-	st := src.Open(t)
-	ctx := context.Background()
-	l, err := st.Acquire(ctx, workerlease.AcquireRequest{Cluster: "eu", MaxWorkerID: 7, Token: strings.Repeat("T", 22),
-		Holder: "host-a:4242", TTL: time.Minute, NowMS: time.Now().UnixMilli()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := func() {
-		if err := st.Release(ctx, l.Cluster, l.WorkerID, l.Token, l.LastTimestampMS); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cases := []struct {
-		name   string
-		before func()
-		force  bool
-		want   string // in the error; "": migrated
-	}{
-		{"live lease", func() {}, false, fmt.Sprintf(`the mysql source is in use: cluster "eu" worker ID %d is leased to "host-a:4242" until `, l.WorkerID)},
-		{"live lease, -force", func() {}, true, ""},
-		{"released", release, false, ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			c.before()
-			args := []string{"-from-driver", "mysql", "-from-dsn", src.DSN, "-to-driver", "sqlite", "-to-dsn", storetest.SQLite().NewDB(t).DSN}
-			if c.force {
-				args = append(args, "-force")
-			}
-			err := migrate(args, &bytes.Buffer{}, &bytes.Buffer{})
-			switch {
-			case c.want == "" && err != nil:
-				t.Errorf("migrate: got %v, want the source migrated", err)
-			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-				t.Errorf("migrate: got %v, want an error saying %q", err, c.want)
-			}
-			if err != nil {
-				t.Logf("idalloc migrate: %v", err)
 			}
 		})
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/store/storetest"
 )
@@ -88,7 +86,7 @@ func TestTakenPortNamesTheKey(t *testing.T) {
 // that is down; -init-schema logs each thing it created, and then that
 // nothing was left to do.
 func TestMySQLStartSaysWhatToDo(t *testing.T) {
-	dsn, cfg, wrong := emptyMySQL(t)
+	dsn, cfg, wrong := storetest.EmptyMySQL(t)
 	cases := []struct {
 		name       string
 		dsn        string
@@ -135,19 +133,4 @@ func TestMySQLStartSaysWhatToDo(t *testing.T) {
 			}
 		})
 	}
-}
-
-// emptyMySQL returns a private MySQL database with no tables (skipping t
-// without a server), its parsed DSN, and the same DSN with a password the
-// server refuses.
-func emptyMySQL(t *testing.T) (dsn string, cfg, wrong *mysql.Config) {
-	t.Helper()
-	dsn = storetest.MySQLDSN(t)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrong = cfg.Clone()
-	wrong.Passwd = "n0t-the-pa55word"
-	return dsn, cfg, wrong
 }

@@ -11,7 +11,9 @@
 //
 // The package imports the domain only: the stores come in through the
 // small interfaces Segments and Leases, which package store, redislease
-// and etcdlease implement and main wires up.
+// and etcdlease implement. The commands that open them are migrate/cmd's,
+// in a package apart so that the lease stores' tests, which run this
+// package's suite (migrate/advancetest), do not import them.
 package migrate
 
 import (

@@ -68,6 +68,22 @@ func MySQLDSN(tb testing.TB) string {
 	return cfg.FormatDSN()
 }
 
+// EmptyMySQL returns a private MySQL database with no tables (see
+// MySQLDSN), its parsed DSN, and the same DSN with a password the server
+// refuses: for the tests of what a start or a tool says when the dsn
+// names the wrong database or the wrong password.
+func EmptyMySQL(tb testing.TB) (dsn string, cfg, wrong *mysql.Config) {
+	tb.Helper()
+	dsn = MySQLDSN(tb)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wrong = cfg.Clone()
+	wrong.Passwd = "n0t-the-pa55word"
+	return dsn, cfg, wrong
+}
+
 // admin runs one statement on the server with a short-lived connection.
 func admin(cfg *mysql.Config, stmt string) error {
 	conn, err := mysql.NewConnector(cfg)

@@ -30,7 +30,6 @@ package storetest
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -118,24 +117,10 @@ func (db DB) create(tb testing.TB) DB {
 	return db
 }
 
+// open opens db through store.Open, the drivers' one switch. SQLite
+// always creates what is missing; initSchema prepares a MySQL database.
 func (db DB) open(initSchema bool) (Store, error) {
-	ctx := context.Background()
-	switch db.Driver {
-	case "sqlite":
-		// OpenSQLite always creates what is missing.
-		s, err := store.OpenSQLite(ctx, db.DSN)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case "mysql":
-		s, err := store.OpenMySQL(ctx, db.DSN, store.MySQLOptions{InitSchema: initSchema})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("unknown driver %q", db.Driver)
+	return store.Open(context.Background(), db.Driver, db.DSN, store.Options{InitSchema: initSchema})
 }
 
 // Drivers returns every driver: SQLite and MySQL.

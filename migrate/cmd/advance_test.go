@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -7,14 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	migration "github.com/idalloc/idalloc/migrate"
+	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -25,39 +29,39 @@ func TestPlanAdvance(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
-		want    migration.Advance
+		want    migrate.Advance
 		wantErr string // "" for none
 	}{
 		{
 			name: "-by moves every tag and the leases by lease TTL + drift",
 			args: []string{"-by", "5000000"},
-			want: migration.Advance{Segments: true, Leases: true, By: 5_000_000, LeaseMin: leaseMin},
+			want: migrate.Advance{Segments: true, Leases: true, By: 5_000_000, LeaseMin: leaseMin},
 		},
 		{
 			name: "-for estimates with the config's max_step",
 			args: []string{"-for", "2h", "-instances", "3", "-tags", "a, b,,c", "-dry-run"},
-			want: migration.Advance{Segments: true, Leases: true, LeaseMin: leaseMin, DryRun: true,
-				Estimate: migration.Estimate{For: 2 * time.Hour, MaxStep: 5000, Instances: 3}, Tags: []string{"a", "b", "c"}},
+			want: migrate.Advance{Segments: true, Leases: true, LeaseMin: leaseMin, DryRun: true,
+				Estimate: migrate.Estimate{For: 2 * time.Hour, MaxStep: 5000, Instances: 3}, Tags: []string{"a", "b", "c"}},
 		},
 		{
 			name: "-lease-for",
 			args: []string{"-by", "1", "-lease-for", "1h"},
-			want: migration.Advance{Segments: true, Leases: true, By: 1, LeaseFor: time.Hour, LeaseMin: leaseMin},
+			want: migrate.Advance{Segments: true, Leases: true, By: 1, LeaseFor: time.Hour, LeaseMin: leaseMin},
 		},
 		{
 			name: "-only segments",
 			args: []string{"-only", "segments", "-by", "1"},
-			want: migration.Advance{Segments: true, By: 1, LeaseMin: leaseMin},
+			want: migrate.Advance{Segments: true, By: 1, LeaseMin: leaseMin},
 		},
 		{
 			name: "-only leases, as far as -for says",
 			args: []string{"-only", "leases", "-for", "2h"},
-			want: migration.Advance{Leases: true, Estimate: migration.Estimate{For: 2 * time.Hour}, LeaseMin: leaseMin},
+			want: migrate.Advance{Leases: true, Estimate: migrate.Estimate{For: 2 * time.Hour}, LeaseMin: leaseMin},
 		},
 		{
 			name: "-only leases, lease TTL + drift",
 			args: []string{"-only", "leases"},
-			want: migration.Advance{Leases: true, LeaseMin: leaseMin},
+			want: migrate.Advance{Leases: true, LeaseMin: leaseMin},
 		},
 		{name: "neither -by nor -for", args: nil, wantErr: "give -by COUNT or -for DURATION"},
 		{name: "-by and -for", args: []string{"-by", "1", "-for", "1h"}, wantErr: "-by and -for both given"},
@@ -92,7 +96,7 @@ func TestPlanAdvance(t *testing.T) {
 
 func TestAdvanceHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	err := advance([]string{"-h"}, &stdout, &stderr, noEnv)
+	err := runAdvance([]string{"-h"}, &stdout, &stderr, noEnv, sqlLeases)
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout.String(), "Usage: idalloc advance") || stderr.Len() > 0 {
 		t.Errorf("advance -h = %v, printing %q to stdout and %q to stderr; want flag.ErrHelp and the usage on stdout",
 			err, stdout.String(), stderr.String())
@@ -120,7 +124,7 @@ func TestAdvanceCommand(t *testing.T) {
 	}
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := advance(append([]string{"-config", cfgPath}, args...), &out, io.Discard, noEnv)
+		err := runAdvance(append([]string{"-config", cfgPath}, args...), &out, io.Discard, noEnv, sqlLeases)
 		return out.String(), err
 	}
 	maxIDs := func() string {
@@ -173,7 +177,7 @@ func TestAdvanceCommand(t *testing.T) {
 // without idalloc's tables are fixed where the dsn was set, so advance
 // names that place, as the server's start does, never the password.
 func TestAdvanceNamesTheDSNSource(t *testing.T) {
-	dsn, cfg, wrong := emptyMySQL(t)
+	dsn, cfg, wrong := storetest.EmptyMySQL(t)
 	cases := []struct {
 		name string
 		dsn  string
@@ -200,7 +204,7 @@ func TestAdvanceNamesTheDSNSource(t *testing.T) {
 				body, getenv = fmt.Sprintf(`{"driver": "mysql", "dsn": %q}`, c.dsn), noEnv
 			}
 			path := writeConfig(t, body)
-			err := advance([]string{"-config", path, "-by", "10"}, io.Discard, io.Discard, getenv)
+			err := runAdvance([]string{"-config", path, "-by", "10"}, io.Discard, io.Discard, getenv, sqlLeases)
 			if err == nil {
 				t.Fatal("advance: got no error")
 			}
@@ -219,3 +223,26 @@ func TestAdvanceNamesTheDSNSource(t *testing.T) {
 		})
 	}
 }
+
+// sqlLeases opens the lease stores these tests configure, as main's opener
+// does for lease.driver "sql": the main store itself. The Redis and etcd
+// ones are main's to open (see the root's advanceLeases).
+func sqlLeases(st store.Store, c config.LeaseConfig) (migrate.Leases, func(), error) {
+	if c.Driver != "sql" {
+		return nil, nil, fmt.Errorf("lease.driver %q: these tests open only the main store", c.Driver)
+	}
+	return st, func() {}, nil
+}
+
+// writeConfig writes body as a config file of its own and returns its path.
+func writeConfig(tb testing.TB, body string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// noEnv is an environment with no IDALLOC_* variable set.
+func noEnv(string) string { return "" }

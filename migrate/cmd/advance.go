@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"context"
@@ -13,20 +13,8 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/config"
-	"github.com/idalloc/idalloc/etcdlease"
-	migration "github.com/idalloc/idalloc/migrate" // the root's migrate() is the older command
-	"github.com/idalloc/idalloc/redislease"
+	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/store"
-)
-
-// Every store advance may be handed can be moved.
-var (
-	_ migration.Segments = (*store.MySQL)(nil)
-	_ migration.Segments = (*store.SQLite)(nil)
-	_ migration.Leases   = (*store.MySQL)(nil)
-	_ migration.Leases   = (*store.SQLite)(nil)
-	_ migration.Leases   = (*redislease.Store)(nil)
-	_ migration.Leases   = (*etcdlease.Store)(nil)
 )
 
 // advanceUsage heads the flag list of `idalloc advance -h`.
@@ -63,13 +51,20 @@ harmless, but it spends numbers.
 Flags:
 `
 
-// advanceMain is `idalloc advance`; see advanceUsage.
-func advanceMain(args []string) error {
-	err := advance(args, os.Stdout, os.Stderr, os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // the usage was asked for and printed
-	}
-	return err
+// OpenLeases opens the lease store c names (lease.driver) for the
+// deployment whose main store is st: st itself for "sql", or a Redis or an
+// etcd of its own. It returns the store and how to close what it opened.
+// main passes it: the adapters are main's to import, not this package's.
+type OpenLeases func(st store.Store, c config.LeaseConfig) (leases migrate.Leases, closeLeases func(), err error)
+
+// Advance is `idalloc advance` with args, the arguments after the
+// command's name (see advanceUsage). It reads the config file and, through
+// getenv, the IDALLOC_* variables as the server does, and opens the store
+// they name and, for the leases, what openLeases opens. Its report goes to
+// stdout, a flag error and the usage after it to stderr. The usage asked
+// for (-h) goes to stdout and is no error.
+func Advance(args []string, stdout, stderr io.Writer, getenv func(string) string, openLeases OpenLeases) error {
+	return helpIsNoError(runAdvance(args, stdout, stderr, getenv, openLeases))
 }
 
 // advanceFlags are advance's flags as given.
@@ -87,7 +82,7 @@ type advanceFlags struct {
 }
 
 // parseAdvance reads advance's flags and refuses the combinations that make
-// no sense; migration.Advance.Check refuses the values. The usage asked
+// no sense; migrate.Advance.Check refuses the values. The usage asked
 // for goes to stdout, with a flag error to stderr.
 func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error) {
 	var f advanceFlags
@@ -148,8 +143,8 @@ func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error)
 }
 
 // advanceOf is the run f asks for under cfg, without its stores.
-func advanceOf(f advanceFlags, cfg config.Settings) migration.Advance {
-	a := migration.Advance{
+func advanceOf(f advanceFlags, cfg config.Settings) migrate.Advance {
+	a := migrate.Advance{
 		Segments: f.segments,
 		Leases:   f.leases,
 		Tags:     f.tags,
@@ -160,7 +155,7 @@ func advanceOf(f advanceFlags, cfg config.Settings) migration.Advance {
 	if f.segments {
 		a.By = f.by
 		if f.forD > 0 {
-			a.Estimate = migration.Estimate{For: f.forD, MaxStep: cfg.Segment.MaxStep, Instances: f.instances}
+			a.Estimate = migrate.Estimate{For: f.forD, MaxStep: cfg.Segment.MaxStep, Instances: f.instances}
 		}
 	} else {
 		// -for with -only leases only says how far the leases move.
@@ -169,7 +164,8 @@ func advanceOf(f advanceFlags, cfg config.Settings) migration.Advance {
 	return a
 }
 
-func advance(args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+// runAdvance is Advance, with flag.ErrHelp when the usage was asked for.
+func runAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string, openLeases OpenLeases) error {
 	a, cfg, err := planAdvance(args, stdout, stderr, getenv)
 	if err != nil {
 		return err
@@ -179,34 +175,34 @@ func advance(args []string, stdout, stderr io.Writer, getenv func(string) string
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	st, err := openStore(ctx, cfg.Driver, cfg.DSN, false, nil)
+	st, err := store.Open(ctx, cfg.Driver, cfg.DSN, store.Options{})
 	if err != nil {
-		return openError(cfg, err)
+		return store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
 	}
 	defer st.Close()
-	var leases migration.Leases
+	var leases migrate.Leases
 	if a.Leases {
-		ls, closeLeases, err := openLeaseStore(st, cfg.Lease)
+		ls, closeLeases, err := openLeases(st, cfg.Lease)
 		if err != nil {
 			return err
 		}
 		defer closeLeases()
-		leases = ls.Store.(migration.Leases) // every lease store is one (see the top)
+		leases = ls
 	}
-	return a.Run(ctx, st.(migration.Segments), leases)
+	return a.Run(ctx, st, leases)
 }
 
 // planAdvance parses args, loads the config they name and checks the run:
 // whatever advance refuses, it refuses here, before a connection, let
 // alone a write.
-func planAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string) (migration.Advance, config.Settings, error) {
+func planAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string) (migrate.Advance, config.Settings, error) {
 	f, err := parseAdvance(args, stdout, stderr)
 	if err != nil {
-		return migration.Advance{}, config.Settings{}, err
+		return migrate.Advance{}, config.Settings{}, err
 	}
 	cfg, err := config.Load(f.configPath, f.configRequired, getenv)
 	if err != nil {
-		return migration.Advance{}, config.Settings{}, err
+		return migrate.Advance{}, config.Settings{}, err
 	}
 	a := advanceOf(f, cfg)
 	return a, cfg, a.Check()

@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 			toDB := target.NewDB(t) // has test_business at max_id 0, no "order"
 			// The documented command, as an operator runs it.
 			cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
-			if err := migrateMain(cmd); err != nil {
+			if err := Migrate(cmd, io.Discard, io.Discard); err != nil {
 				t.Fatal(err)
 			}
 			to := toDB.Open(t)
@@ -73,7 +73,7 @@ func TestMigrateSQLiteToEachDriver(t *testing.T) {
 				}
 			}
 			// Running it again is harmless: max_id is never lowered.
-			if err := migrateMain(cmd); err != nil {
+			if err := Migrate(cmd, io.Discard, io.Discard); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -99,7 +99,7 @@ func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
 			}
 			to := target.Open(t)
 			for i := 0; i < 2; i++ { // twice: idempotent
-				if err := migrateLeases(ctx, from.(leaseHistory), to.(leaseHistory), func(string) {}); err != nil {
+				if err := migrateLeases(ctx, from.(historySource), to.(historyTarget), func(string) {}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -167,7 +167,7 @@ func TestMigrateFromLeaf(t *testing.T) {
 			cmd := []string{"-from-driver", "leaf", "-from-dsn", leafDSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
 			for run := 1; run <= 2; run++ { // the second run is harmless too
 				var out strings.Builder
-				err := migrate(cmd, &out, io.Discard)
+				err := runMigrate(cmd, &out, io.Discard)
 				var refused refusedTagsError
 				if !errors.As(err, &refused) || refused.refused != 4 || refused.total != 6 {
 					t.Fatalf("run %d: migrate error = %v, want 4 of 6 tags refused", run, err)
@@ -240,7 +240,7 @@ func TestMigrateFromReadOnlySQLiteFile(t *testing.T) {
 			}
 
 			toDB := target.NewDB(t)
-			err = migrate([]string{"-from-driver", "sqlite", "-from-dsn", path, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN},
+			err = runMigrate([]string{"-from-driver", "sqlite", "-from-dsn", path, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN},
 				io.Discard, io.Discard)
 			if err != nil {
 				t.Fatalf("migrate: %v", err)
@@ -270,17 +270,17 @@ func TestMigrateInitSchemaPreparesTheTarget(t *testing.T) {
 	fromDB := storetest.SQLite().NewDB(t)
 	toDSN := storetest.MySQLDSN(t) // an empty database
 	cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", "mysql", "-to-dsn", toDSN}
-	if err := migrate(cmd, io.Discard, io.Discard); err == nil {
+	if err := runMigrate(cmd, io.Discard, io.Discard); err == nil {
 		t.Fatal("migrate to a database without tables: no error")
 	}
-	if err := migrate(append(cmd, "-init-schema"), io.Discard, io.Discard); err != nil {
+	if err := runMigrate(append(cmd, "-init-schema"), io.Discard, io.Discard); err != nil {
 		t.Fatalf("migrate -init-schema: %v", err)
 	}
 }
 
 func TestMigrateUsage(t *testing.T) {
 	var usage, stderr strings.Builder
-	if err := migrate([]string{"-h"}, &usage, &stderr); !errors.Is(err, flag.ErrHelp) {
+	if err := runMigrate([]string{"-h"}, &usage, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("migrate -h: error = %v, want flag.ErrHelp", err)
 	}
 	if stderr.Len() > 0 {
@@ -291,8 +291,8 @@ func TestMigrateUsage(t *testing.T) {
 			t.Errorf("usage lacks %q:\n%s", want, usage.String())
 		}
 	}
-	if err := migrateMain([]string{"-h"}); err != nil {
-		t.Errorf("migrateMain -h = %v, want nil (asking for the usage is no failure)", err)
+	if err := Migrate([]string{"-h"}, io.Discard, io.Discard); err != nil {
+		t.Errorf("Migrate -h = %v, want nil (asking for the usage is no failure)", err)
 	}
 }
 
@@ -331,7 +331,7 @@ func TestMigrateFlagErrors(t *testing.T) {
 		{[]string{"-to-dsn", "t.db", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-from-dsn", filepath.Join(t.TempDir(), "missing.db"), "-to-dsn", "t.db", "-to-driver", "sqlite"}, "no such file"},
 	} {
-		err := migrate(tc.args, io.Discard, io.Discard)
+		err := runMigrate(tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("migrate %q: error = %v, want one containing %q", tc.args, err, tc.want)
 		}

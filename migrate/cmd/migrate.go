@@ -1,0 +1,185 @@
+// Package cmd is idalloc's two tools on a store's data, `idalloc migrate`
+// and `idalloc advance`: their flags, usage texts and reports, and what
+// surrounds the moves themselves (the refusal of a source still in use,
+// the copy of tags and worker-ID history; Advance's runbook step is
+// package migrate's). main dispatches to Migrate and Advance and passes
+// what only it may build: the process's output and environment, and the
+// opener of the lease stores (OpenLeases), as this package imports no
+// lease adapter.
+//
+// It is a package of its own, not package migrate, because the lease
+// stores' tests import migrate (through migrate/advancetest): the
+// commands' imports (config, the SQL drivers) must not follow them there.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
+)
+
+// migrateUsage heads the flag list of `idalloc migrate -h`.
+const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|leaf] [-from-dsn DSN]
+                       [-to-driver mysql|sqlite] -to-dsn DSN [-init-schema] [-force]
+
+Carries every tag from one store to another so that no ID repeats after the
+move: on the target, a tag's max_id is raised to at least the source's (never
+lowered), and a missing tag is created; each cluster's snowflake layout and
+each worker ID's last timestamp are carried over too. It prints one line per
+tag, and running it again is harmless. Stop every instance on the source
+first, gracefully, so that their unused IDs are back in it: a source still
+in use is refused (a SQLite file another process holds open, a worker
+lease not yet expired by the database's clock), unless -force.
+
+The source is opened read-only and never written, so a file or database this
+user may only read will do:
+  sqlite  an idalloc SQLite file, opened with mode=ro.
+  mysql   an idalloc MySQL/MariaDB database (segments, worker_leases,
+          worker_layouts), read in READ ONLY sessions.
+  leaf    a Meituan Leaf database on MySQL: its leaf_alloc table. Each
+          biz_tag becomes a tag with Leaf's max_id, step and description;
+          Leaf hands out IDs below max_id, so idalloc continues above every
+          ID Leaf issued. Stop Leaf's servers first.
+
+A tag idalloc cannot take (a name outside ^[A-Za-z0-9_.:-]{1,64}$, a step
+below 1, a max_id out of range) is not migrated: each is listed with the
+reason, every other tag is migrated, and the command exits with status 1.
+Create such a tag under a name idalloc accepts, with "start" above its
+max_id (POST /tags), and point its clients there.
+
+A MySQL target must have idalloc's tables. -init-schema applies schema.sql
+first (creating missing tables and the test_business row) and turns the
+TIMESTAMP columns an older schema left into DATETIME(3), and adds the
+number-format columns (format, length, format_key); without it, a target
+with TIMESTAMP columns is refused with the ALTER TABLE that fixes it, and
+one without the format columns takes only sequential tags.
+
+Flags:
+`
+
+// Migrate is `idalloc migrate` with args, the arguments after the
+// command's name (see migrateUsage): its report goes to stdout, a flag
+// error and the usage after it to stderr. The usage asked for (-h) goes to
+// stdout and is no error.
+func Migrate(args []string, stdout, stderr io.Writer) error {
+	return helpIsNoError(runMigrate(args, stdout, stderr))
+}
+
+// helpIsNoError is err, unless it is flag.ErrHelp: the usage was asked
+// for and printed, and the command succeeded.
+func helpIsNoError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+// runMigrate is Migrate, with flag.ErrHelp when the usage was asked for.
+func runMigrate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("idalloc migrate", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), migrateUsage)
+		fs.PrintDefaults()
+	}
+	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, or leaf (a Leaf leaf_alloc table on MySQL)")
+	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf (required for those)")
+	toDriver := fs.String("to-driver", "mysql", "target driver: mysql or sqlite")
+	toDSN := fs.String("to-dsn", "", "target DSN (required)")
+	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables, turn TIMESTAMP columns into DATETIME(3), add the number-format columns")
+	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
+	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *toDSN == "" {
+		return errors.New("-to-dsn is required")
+	}
+	fromDSNSet := false
+	fs.Visit(func(f *flag.Flag) { fromDSNSet = fromDSNSet || f.Name == "from-dsn" })
+	if !fromDSNSet && *fromDriver != "sqlite" {
+		return fmt.Errorf("-from-dsn is required with -from-driver %s", *fromDriver)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	report := func(line string) { fmt.Fprintln(stdout, line) }
+	// Before the source is opened: SQLiteHolder would report this
+	// process's own locks on the file (on Linux), and its close drops them.
+	var inUse []string
+	if *fromDriver == "sqlite" {
+		why, err := sqliteInUse(*fromDSN)
+		if err != nil {
+			return fmt.Errorf("open source: %w", err)
+		}
+		inUse = append(inUse, why...)
+	}
+	from, err := openSource(ctx, *fromDriver, *fromDSN)
+	if err != nil {
+		return fmt.Errorf("open source: %w", err)
+	}
+	defer from.Close()
+	why, err := leasesInUse(ctx, from)
+	if err != nil {
+		return fmt.Errorf("read source: %w", err)
+	}
+	if inUse = append(inUse, why...); len(inUse) > 0 {
+		if !*force {
+			return sourceInUseError{driver: *fromDriver, reasons: inUse}
+		}
+		for _, w := range inUse {
+			report("source in use, copied anyway (-force): " + w)
+		}
+	}
+	to, err := store.Open(ctx, *toDriver, *toDSN, store.Options{
+		InitSchema: *initSchema, Report: func(change string) { report("init-schema: " + change) },
+	})
+	if err != nil {
+		return fmt.Errorf("open target: %w", err)
+	}
+	defer to.Close()
+	tagsErr := migrateTags(ctx, from, to, report)
+	var refused refusedTagsError
+	if tagsErr != nil && !errors.As(tagsErr, &refused) {
+		return tagsErr
+	}
+	// The valid tags moved; so does the worker-ID history, whatever was
+	// refused.
+	if err := migrateLeases(ctx, from, to, report); err != nil {
+		return err
+	}
+	return tagsErr
+}
+
+// source is what migrate reads: a store.ReadOnly.
+type source interface {
+	tagSource
+	historySource
+	LiveLeases(ctx context.Context) ([]store.LiveLease, error)
+	Close() error
+}
+
+// tagSource is the part of a source migrateTags reads.
+type tagSource interface {
+	Tags(ctx context.Context) ([]segment.Tag, error)
+}
+
+// openSource opens the source read-only: migrate never writes to it.
+func openSource(ctx context.Context, driver, dsn string) (source, error) {
+	switch driver {
+	case "sqlite":
+		return store.OpenSQLiteReadOnly(ctx, dsn)
+	case "mysql":
+		return store.OpenMySQLReadOnly(ctx, dsn)
+	case "leaf":
+		return store.OpenLeaf(ctx, dsn)
+	}
+	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql or leaf)", driver)
+}
