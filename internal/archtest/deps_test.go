@@ -43,6 +43,8 @@ var rules = []rule{
 	// leasetest's targets.
 	{pkg: "snowflake/leased/...", only: []string{"snowflake", "workerlease/..."}, tests: true,
 		why: "the domain never imports a store, a front end or a driver"},
+	{pkg: "segment/dated", only: []string{}, tests: true,
+		why: "the dated format's core is pure: the standard library and the vocabulary only"},
 	// segment's tests run the allocator on the real stores
 	// (drivers_test.go imports store/storetest, which imports workerlease),
 	// so this rule holds for its code only.
