@@ -4,7 +4,6 @@ package client
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,54 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/buildtest"
 	"github.com/idalloc/idalloc/internal/freeport"
-)
-
-// The idalloc binary, built once per test process from the module root
-// into binDir, which TestMain removes.
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	reportRatio()
 	stopShared()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	buildtest.Cleanup()
 	os.Exit(code)
-}
-
-// buildBin builds the repository's main package without -race, as
-// e2e/main_test.go's buildIdalloc does, once per test process.
-func buildBin() (string, error) {
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "idalloc-client-"); binErr != nil {
-			return
-		}
-		root, err := filepath.Abs("..")
-		if err != nil {
-			binErr = err
-			return
-		}
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		binPath = filepath.Join(binDir, "idalloc")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, goBin, "build", "-o", binPath, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build idalloc: %v\n%s", err, out)
-		}
-	})
-	return binPath, binErr
 }
 
 // server is one idalloc process on a fixed loopback port, restartable on
@@ -143,7 +103,7 @@ func prepareServer(dir, name string, cfg map[string]any) (*server, error) {
 		return nil, err
 	}
 	s := &server{name: name, addr: "127.0.0.1:" + strconv.Itoa(port), cfgPath: filepath.Join(dir, name+".json")}
-	if s.bin, err = buildBin(); err != nil {
+	if s.bin, err = buildtest.Idalloc(); err != nil {
 		return nil, err
 	}
 	s.URL = "http://" + s.addr

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/buildtest"
 	"github.com/idalloc/idalloc/internal/freeport"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
@@ -141,7 +142,7 @@ func startGalera() (*galeraCluster, string, error) {
 		c.phases = append(c.phases, what+" "+time.Since(phase).Round(100*time.Millisecond).String())
 		phase = time.Now()
 	}
-	if c.env.bin, err = buildIdalloc(dir); err != nil {
+	if c.env.bin, err = buildtest.Idalloc(); err != nil {
 		return fail(err)
 	}
 	lap("build idalloc")

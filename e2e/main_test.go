@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	"github.com/idalloc/idalloc/internal/buildtest"
 	"github.com/idalloc/idalloc/internal/freeport"
 )
 
@@ -42,6 +41,7 @@ func TestMain(m *testing.M) {
 		suite.env.close()
 	}
 	closeGalera()
+	buildtest.Cleanup()
 	os.Exit(code)
 }
 
@@ -74,7 +74,7 @@ func startSuite() (*suiteEnv, string, error) {
 		return nil, "", err
 	}
 	env := &suiteEnv{dir: dir}
-	if env.bin, err = buildIdalloc(dir); err != nil {
+	if env.bin, err = buildtest.Idalloc(); err != nil {
 		env.close()
 		return nil, "", err
 	}
@@ -102,32 +102,6 @@ func findBinary(name string, fallbacks ...string) string {
 		}
 	}
 	return ""
-}
-
-// buildIdalloc builds the module's main package (the repository root, the
-// parent of this directory) into dir, without -race.
-func buildIdalloc(dir string) (string, error) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("repository root %s: %w", root, err)
-	}
-	goBin := findBinary("go", filepath.Join(runtime.GOROOT(), "bin", "go"))
-	if goBin == "" {
-		return "", errors.New("no go command to build idalloc")
-	}
-	bin := filepath.Join(dir, "idalloc")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build idalloc: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // mariaDB is the private MariaDB server of this test process.

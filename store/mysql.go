@@ -15,10 +15,11 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// schemaMySQL is a copy of the repository's schema.sql (go:embed cannot
-// reach outside the package); a test keeps the two identical.
+// schemaMySQL is the repository's schema.sql. The file lives here, since
+// go:embed reaches neither outside the package nor through a symlink; the
+// one at the repository's root, where users and deploy/ look for it, is a
+// symlink to this one, so there is one schema and no copy to keep equal.
 //
-//go:generate cp ../schema.sql schema.sql
 //go:embed schema.sql
 var schemaMySQL string
 

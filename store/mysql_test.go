@@ -1,7 +1,6 @@
 package store
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -66,16 +65,6 @@ func TestOpenMySQLErrorsHideThePassword(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("OpenMySQL error %q contains the password", err)
 		}
-	}
-}
-
-func TestEmbeddedSchemaIsTheRepositorys(t *testing.T) {
-	want, err := os.ReadFile("../schema.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if schemaMySQL != string(want) {
-		t.Error("store/schema.sql differs from ../schema.sql: run go generate ./store")
 	}
 }
 
