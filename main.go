@@ -95,11 +95,11 @@ func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	}})
 	switch {
 	case err == nil:
-		if initSchema && cfg.Driver == "mysql" && !changed {
+		if initSchema && cfg.Driver != "sqlite" && !changed {
 			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
 		}
 		return st, nil
-	case cfg.Driver == "mysql" && ctx.Err() == nil && !errors.Is(err, store.ErrAccessDenied) &&
+	case cfg.Driver != "sqlite" && ctx.Err() == nil && !errors.Is(err, store.ErrAccessDenied) &&
 		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
 		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
 	}

@@ -38,7 +38,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 
 func TestBadConfigNamesTheKey(t *testing.T) {
 	cases := []struct{ body, key string }{
-		{`{"driver":"postgres"}`, `"driver"`},
+		{`{"driver":"postgresql"}`, `"driver"`},
 		{`{"dsn":""}`, `"dsn"`},
 		{`{"http_addr":""}`, `"http_addr"`},
 		{`{"max_batch":0}`, `"max_batch"`},
@@ -160,10 +160,10 @@ func TestConfigErrorsNameTheSource(t *testing.T) {
 		wantFrom string // "env", "file" or "flag"
 	}{
 		{"typo in IDALLOC_DRIVER", `{}`, map[string]string{"IDALLOC_DRIVER": "mysq"},
-			`IDALLOC_DRIVER (key "driver"): "mysq" is not "sqlite" or "mysql"`, "env"},
+			`IDALLOC_DRIVER (key "driver"): "mysq" is not "sqlite", "mysql" or "postgres"`, "env"},
 		{"typo in IDALLOC_LEASE_DRIVER", `{}`, map[string]string{"IDALLOC_LEASE_DRIVER": "zk"},
 			`IDALLOC_LEASE_DRIVER (key "lease.driver"): "zk" is not "sql", "redis" or "etcd"`, "env"},
-		{"typo in the file", `{"driver":"mysq"}`, nil, `key "driver": "mysq" is not "sqlite" or "mysql"`, "file"},
+		{"typo in the file", `{"driver":"mysq"}`, nil, `key "driver": "mysq" is not "sqlite", "mysql" or "postgres"`, "file"},
 		{"the file's value, overridden", `{"driver":"mysq"}`, map[string]string{"IDALLOC_DRIVER": "sqlite"}, "", ""},
 		{"syntax error", "{\n  \"driver\": \"sqlite\",\n  x\n}", nil,
 			`line 3, column 3: invalid character 'x' looking for beginning of object key string`, "file"},

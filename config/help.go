@@ -72,7 +72,7 @@ func ParseServe(args []string, stdout, stderr io.Writer) (ServeFlags, error) {
 		printEnvironment(fs.Output())
 	}
 	fs.StringVar(&f.ConfigPath, "config", "config.json", "config file (JSON); named with -config, it must exist")
-	fs.BoolVar(&f.InitSchema, "init-schema", false, "apply schema.sql to the MySQL database before serving (create missing tables, add missing columns), and turn TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
+	fs.BoolVar(&f.InitSchema, "init-schema", false, "apply the schema to the MySQL or PostgreSQL database before serving (schema.sql, schema_postgres.sql: create missing tables, add missing columns), and turn MySQL TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
 	fs.BoolVar(&f.Version, "version", false, "print the version and exit")
 	if err := ParseFlags(fs, args, stdout, stderr); err != nil {
 		return f, err

@@ -20,8 +20,8 @@ func (c Config) Validate() (Settings, error) {
 	if c.HTTPAddr == "" {
 		return s, keyErr("http_addr", `must not be empty`)
 	}
-	if c.Driver != "sqlite" && c.Driver != "mysql" {
-		return s, keyErr("driver", `%q is not "sqlite" or "mysql"`, c.Driver)
+	if c.Driver != "sqlite" && c.Driver != "mysql" && c.Driver != "postgres" {
+		return s, keyErr("driver", `%q is not "sqlite", "mysql" or "postgres"`, c.Driver)
 	}
 	if c.DSN == "" {
 		return s, keyErr("dsn", `must not be empty`)

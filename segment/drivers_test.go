@@ -9,7 +9,8 @@ import (
 )
 
 // These run the allocator's guarantees against every real store driver:
-// SQLite always, MySQL when a server is available (see storetest).
+// SQLite always, MySQL and PostgreSQL when a server is available (see
+// storetest).
 
 func createTag(tb testing.TB, st segment.Store, tag string, step int64) {
 	tb.Helper()
@@ -29,11 +30,11 @@ func TestDriversConcurrent64Goroutines(t *testing.T) {
 	}
 }
 
-// Several instances on one database is the MySQL deployment; the SQLite
-// store is a single process's embedded file, whose busy-wait backoff between
-// processes is not built for a fetch every 7 IDs.
-func TestMySQLThreeAllocatorsOneDatabase(t *testing.T) {
-	for _, d := range []storetest.Driver{storetest.MySQL()} {
+// Several instances on one database is the MySQL and PostgreSQL
+// deployment; the SQLite store is a single process's embedded file, whose
+// busy-wait backoff between processes is not built for a fetch every 7 IDs.
+func TestThreeAllocatorsOneDatabase(t *testing.T) {
+	for _, d := range []storetest.Driver{storetest.MySQL(), storetest.Postgres()} {
 		t.Run(d.Name, func(t *testing.T) {
 			db := d.NewDB(t)
 			createTag(t, db.Open(t), "step7", 7)

@@ -44,7 +44,7 @@ func (d *db) AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each fu
 		// A restored table may lack the rows of leases granted after the
 		// backup, whose holders may still run: from now on a worker ID
 		// with no row is not taken to be new, and its first grant waits.
-		if _, err := d.x.ExecContext(ctx, `DELETE FROM worker_leases WHERE cluster = ''`); err != nil {
+		if _, err := d.x.ExecContext(ctx, d.q(`DELETE FROM worker_leases WHERE cluster = ''`)); err != nil {
 			return fmt.Errorf("advance leases: remove the genesis row: %w", err)
 		}
 	}
@@ -69,13 +69,13 @@ func (d *db) raiseLease(ctx context.Context, lt LeaseTimestamp, toMS int64) (int
 		if cur >= toMS {
 			return nil
 		}
-		ok, err := execOne(ctx, d.x, `UPDATE worker_leases SET last_timestamp_ms = ?
-			WHERE cluster = ? AND worker_id = ? AND last_timestamp_ms = ?`, toMS, lt.Cluster, lt.WorkerID, cur)
+		ok, err := execOne(ctx, d.x, d.q(`UPDATE worker_leases SET last_timestamp_ms = ?
+			WHERE cluster = ? AND worker_id = ? AND last_timestamp_ms = ?`), toMS, lt.Cluster, lt.WorkerID, cur)
 		if err != nil || ok {
 			return err
 		}
-		err = d.x.GetContext(ctx, &cur, `SELECT last_timestamp_ms FROM worker_leases
-			WHERE cluster = ? AND worker_id = ?`, lt.Cluster, lt.WorkerID)
+		err = d.x.GetContext(ctx, &cur, d.q(`SELECT last_timestamp_ms FROM worker_leases
+			WHERE cluster = ? AND worker_id = ?`), lt.Cluster, lt.WorkerID)
 		if err != nil {
 			// Rows are never deleted, so a missing one is a fault too.
 			return err

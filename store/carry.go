@@ -20,7 +20,7 @@ type LeaseTimestamp struct {
 func (d *db) LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error) {
 	var out []LeaseTimestamp
 	err := sqlx.SelectContext(ctx, d.x, &out,
-		`SELECT cluster, worker_id, last_timestamp_ms FROM worker_leases WHERE cluster <> '' ORDER BY cluster, worker_id`)
+		d.q(`SELECT cluster, worker_id, last_timestamp_ms FROM worker_leases WHERE cluster <> '' ORDER BY cluster, worker_id`))
 	if err != nil {
 		return nil, fmt.Errorf("list lease timestamps: %w", err)
 	}

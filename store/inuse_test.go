@@ -119,9 +119,12 @@ func openReadOnly(t *testing.T, db storetest.DB) *store.ReadOnly {
 		ro  *store.ReadOnly
 		err error
 	)
-	if db.Driver == "sqlite" {
+	switch db.Driver {
+	case "sqlite":
 		ro, err = store.OpenSQLiteReadOnly(t.Context(), db.DSN)
-	} else {
+	case "postgres":
+		ro, err = store.OpenPostgresReadOnly(t.Context(), db.DSN)
+	default:
 		ro, err = store.OpenMySQLReadOnly(t.Context(), db.DSN)
 	}
 	if err != nil {

@@ -24,18 +24,18 @@ func (d *db) CheckLayout(ctx context.Context, cluster string, epochMS int64, wor
 	// insert wins, a duplicate means one exists, and the row never changes
 	// after, so the read proves what the cluster's layout is.
 	err := d.retryRaces(ctx, "layout", func() error {
-		_, err := d.x.ExecContext(ctx, `INSERT INTO worker_layouts (cluster, epoch_ms, worker_bits) VALUES (?, ?, ?)`,
+		_, err := d.x.ExecContext(ctx, d.q(`INSERT INTO worker_layouts (cluster, epoch_ms, worker_bits) VALUES (?, ?, ?)`),
 			cluster, epochMS, workerBits)
 		if err != nil && !d.dialect.isDuplicate(err) {
 			return err
 		}
-		return d.x.GetContext(ctx, &have, `SELECT epoch_ms, worker_bits FROM worker_layouts WHERE cluster = ?`, cluster)
+		return d.x.GetContext(ctx, &have, d.q(`SELECT epoch_ms, worker_bits FROM worker_layouts WHERE cluster = ?`), cluster)
 	})
 	if err != nil {
 		// Asked only after a failure: the database answers which tables
 		// it has, whatever its engine calls the error.
 		if exists, qerr := d.tableExists(ctx, d.x, "worker_layouts"); qerr == nil && !exists {
-			err = missingTables([]string{"worker_layouts"})
+			err = d.missingTablesError([]string{"worker_layouts"})
 		}
 		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
 	}
@@ -57,7 +57,7 @@ type ClusterLayout struct {
 // (idalloc migrate).
 func (d *db) Layouts(ctx context.Context) ([]ClusterLayout, error) {
 	var out []ClusterLayout
-	if err := sqlx.SelectContext(ctx, d.x, &out, `SELECT cluster, epoch_ms, worker_bits FROM worker_layouts ORDER BY cluster`); err != nil {
+	if err := sqlx.SelectContext(ctx, d.x, &out, d.q(`SELECT cluster, epoch_ms, worker_bits FROM worker_layouts ORDER BY cluster`)); err != nil {
 		return nil, fmt.Errorf("list cluster layouts: %w", err)
 	}
 	return out, nil

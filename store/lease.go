@@ -45,7 +45,7 @@ const genesisStmt = `INSERT INTO worker_leases (cluster, worker_id, token, holde
 // hasGenesis reports whether the genesis row is there.
 func (d *db) hasGenesis(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
 	var n int
-	err := sqlx.GetContext(ctx, q, &n, `SELECT COUNT(*) FROM worker_leases WHERE cluster = ''`)
+	err := sqlx.GetContext(ctx, q, &n, d.q(`SELECT COUNT(*) FROM worker_leases WHERE cluster = ''`))
 	return n > 0, err
 }
 
@@ -93,12 +93,12 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 	}
 	// The lowest ID with no row yet; it may lie above MaxWorkerID.
 	var unused int64
-	err = sqlx.GetContext(ctx, e, &unused, `SELECT CASE
+	err = sqlx.GetContext(ctx, e, &unused, d.q(`SELECT CASE
 		WHEN NOT EXISTS (SELECT 1 FROM worker_leases WHERE cluster = ? AND worker_id = 0) THEN 0
 		ELSE (SELECT MIN(a.worker_id) + 1 FROM worker_leases a
 			WHERE a.cluster = ? AND a.worker_id >= 0 AND NOT EXISTS (
 				SELECT 1 FROM worker_leases b WHERE b.cluster = a.cluster AND b.worker_id = a.worker_id + 1))
-		END`, req.Cluster, req.Cluster)
+		END`), req.Cluster, req.Cluster)
 	if err != nil {
 		return workerlease.Lease{}, err
 	}
@@ -132,8 +132,9 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 }
 
 // claim runs one granting statement; its rows-affected alone proves the
-// grant (on MySQL it commits on its own: a transaction around it could be
-// aborted silently on a multi-primary cluster). The row is then read for the
+// grant (on MySQL and PostgreSQL it commits on its own: a transaction
+// around it could be aborted silently on a multi-primary cluster). The row
+// is then read for the
 // values the database set (expires_at by its clock, last_timestamp_ms, the
 // new holder's floor); a token that is no longer ours there means the lease
 // expired and was taken over already, and nothing was won. errLostRace when
@@ -148,7 +149,7 @@ func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, worke
 		return workerlease.Lease{}, err
 	}
 	var row leaseRow
-	found, err := readLease(ctx, e, &row, cluster, workerID)
+	found, err := d.readLease(ctx, e, &row, cluster, workerID)
 	switch {
 	case err != nil:
 		return workerlease.Lease{}, err
@@ -174,7 +175,7 @@ func (d *db) Renew(ctx context.Context, cluster string, workerID int64, token st
 		if err != nil {
 			return err
 		}
-		found, err := readLease(ctx, d.x, &row, cluster, workerID)
+		found, err := d.readLease(ctx, d.x, &row, cluster, workerID)
 		switch {
 		case err != nil:
 			return err
@@ -219,7 +220,7 @@ func (d *db) release(ctx context.Context, cluster string, workerID int64, token 
 		return err
 	}
 	var row leaseRow
-	found, err := readLease(ctx, d.x, &row, cluster, workerID)
+	found, err := d.readLease(ctx, d.x, &row, cluster, workerID)
 	if err != nil {
 		return err
 	}
@@ -244,9 +245,9 @@ func (d *db) keepHistory(ctx context.Context, e sqlx.ExecerContext, refused erro
 }
 
 // readLease reads one row, reporting whether it exists.
-func readLease(ctx context.Context, q sqlx.QueryerContext, row *leaseRow, cluster string, workerID int64) (bool, error) {
-	err := sqlx.GetContext(ctx, q, row, `SELECT token, holder, expires_at, last_timestamp_ms
-		FROM worker_leases WHERE cluster = ? AND worker_id = ?`, cluster, workerID)
+func (d *db) readLease(ctx context.Context, q sqlx.QueryerContext, row *leaseRow, cluster string, workerID int64) (bool, error) {
+	err := sqlx.GetContext(ctx, q, row, d.q(`SELECT token, holder, expires_at, last_timestamp_ms
+		FROM worker_leases WHERE cluster = ? AND worker_id = ?`), cluster, workerID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

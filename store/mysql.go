@@ -50,7 +50,9 @@ const (
 var mysqlDialect = dialect{
 	expand:            mysqlExpand("NOW(3)"),
 	addedColumnsQuery: mysqlAddedColumnsQuery,
+	addColumns:        mysqlAddColumns,
 	tableExists:       `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`,
+	schemaByHand:      "schema.sql (mysql DATABASE < schema.sql)",
 	isDuplicate:       func(err error) bool { return mysqlErrorIs(err, erDupEntry) },
 	isLostRace: func(err error) bool {
 		return mysqlErrorIs(err, erDupEntry) || mysqlErrorIs(err, erDeadlock) ||
@@ -96,9 +98,10 @@ type MySQLOptions struct {
 	Report func(change string)
 }
 
-// ErrAccessDenied is OpenMySQL's error when the server refuses the DSN's
-// user and password (MySQL error 1045); the wrapping error names the user
-// and the server, never the password.
+// ErrAccessDenied is OpenMySQL's and OpenPostgres's error when the server
+// refuses the DSN's user and password (MySQL error 1045, PostgreSQL's
+// SQLSTATE 28P01 or 28000); the wrapping error names the user and the
+// server, never the password.
 var ErrAccessDenied = errors.New("credentials refused")
 
 // MySQL is a store on MySQL, MariaDB, TiDB or Vitess. It is safe for
@@ -136,10 +139,10 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 		// The tables missing now are the ones the schema creates: reported,
 		// and worker_leases among them gets the genesis row.
 		var missing []string
-		missing, err = m.missingTables(ctx)
+		missing, err = m.missingTables(ctx, x)
 		// Columns first: schema.sql's seeded row names them all.
 		if err == nil {
-			err = m.upgradeColumns(ctx, report)
+			err = m.upgradeColumns(ctx, x, report)
 		}
 		if err == nil {
 			err = applySchema(ctx, x, schemaMySQL)

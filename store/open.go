@@ -12,6 +12,7 @@ import (
 var (
 	_ Store = (*MySQL)(nil)
 	_ Store = (*SQLite)(nil)
+	_ Store = (*Postgres)(nil)
 )
 
 // Store is what Open returns, whichever driver it names: the segment and
@@ -21,7 +22,7 @@ type Store interface {
 	segment.Store
 	workerlease.Store
 	// CheckLayout records cluster's snowflake layout on first use and
-	// refuses another with workerlease.ErrLayoutMismatch.
+	// refuses another with snowflake.ErrLayoutMismatch.
 	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
 	Layouts(ctx context.Context) ([]ClusterLayout, error)
 	LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error)
@@ -34,16 +35,17 @@ type Store interface {
 
 // Options tunes Open.
 type Options struct {
-	// InitSchema prepares a MySQL database before Open returns (see
-	// MySQLOptions.InitSchema); SQLite creates what is missing on its own.
+	// InitSchema prepares a MySQL or PostgreSQL database before Open
+	// returns (see MySQLOptions.InitSchema); SQLite creates what is missing
+	// on its own.
 	InitSchema bool
 	// Report, if set, is told each change InitSchema makes (see
 	// MySQLOptions.Report).
 	Report func(change string)
 }
 
-// Open opens the store driver names at dsn: "mysql" (OpenMySQL) or
-// "sqlite" (OpenSQLite). It is the one place that maps a config's driver
+// Open opens the store driver names at dsn: "mysql" (OpenMySQL),
+// "postgres" (OpenPostgres) or "sqlite" (OpenSQLite). It is the one place that maps a config's driver
 // to its store, for the server's start and the tools alike, so a new
 // driver is one more case here. Errors: an unknown driver, or the
 // driver's own open errors.
@@ -56,6 +58,12 @@ func Open(ctx context.Context, driver, dsn string, opts Options) (Store, error) 
 			return nil, err
 		}
 		return m, nil
+	case "postgres":
+		p, err := OpenPostgres(ctx, dsn, PostgresOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
 	case "sqlite":
 		s, err := OpenSQLite(ctx, dsn)
 		if err != nil {
@@ -70,16 +78,16 @@ func Open(ctx context.Context, driver, dsn string, opts Options) (Store, error) 
 // start and idalloc advance report it. Refused credentials and a database
 // without idalloc's tables (not yet prepared, or not the one meant) are
 // fixed where the dsn was set, so they name dsnFrom, that place (an
-// environment variable, or a config file and key). MySQL's other errors
-// name the server and database already ("open mysql host/db"); any other
-// driver's get its name.
+// environment variable, or a config file and key). MySQL's and
+// PostgreSQL's other errors name the server and database already ("open
+// mysql host/db"); SQLite's get the driver's name.
 func OpenError(driver, dsnFrom string, err error) error {
 	switch {
 	case errors.Is(err, ErrAccessDenied):
 		return fmt.Errorf("%s: %w; correct the user or password there", dsnFrom, err)
 	case errors.Is(err, ErrMissingTables):
 		return fmt.Errorf("%s: %w", dsnFrom, err)
-	case driver == "mysql":
+	case driver != "sqlite":
 		return err
 	}
 	return fmt.Errorf("open %s store: %w", driver, err)

@@ -18,7 +18,8 @@ import (
 // ReadOnly is a database opened to be read and never written: the source
 // of idalloc migrate. It has no write method, and the database refuses
 // writes through it too (SQLite mode=ro, a MySQL session in READ ONLY
-// mode). It is safe for concurrent use.
+// mode, a PostgreSQL session with default_transaction_read_only). It is
+// safe for concurrent use.
 type ReadOnly struct {
 	d db
 	// tagsQuery selects the columns of tagRow from the table of tags; ""
@@ -153,9 +154,35 @@ func openMySQLReadOnly(ctx context.Context, dsn, tagsQuery string) (r *ReadOnly,
 	return r, addr, nil
 }
 
+// OpenPostgresReadOnly opens the idalloc database named by dsn (as
+// OpenPostgres takes it) for reading only: every session starts with
+// default_transaction_read_only on, so the server refuses writes, and no
+// schema is applied. Tables are read from the first schema of the
+// search_path. Errors: as OpenPostgres's, or no segments table.
+func OpenPostgresReadOnly(ctx context.Context, dsn string) (*ReadOnly, error) {
+	cfg, err := postgresConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	x := postgresPool(cfg, true)
+	r := &ReadOnly{d: db{x: x, dialect: postgresDialect}}
+	err = r.listTables(ctx, `SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema()`)
+	if err == nil {
+		err = r.require("segments", "")
+	}
+	if err != nil {
+		_ = x.Close()
+		if pgErrorIs(err, pgInvalidPassword) || pgErrorIs(err, pgInvalidAuthorization) {
+			err = fmt.Errorf("%w for %s@%s: %w", ErrAccessDenied, cfg.User, postgresAddr(cfg), err)
+		}
+		return nil, fmt.Errorf("open postgres %s/%s read-only: %w", postgresAddr(cfg), cfg.Database, err)
+	}
+	return r, nil
+}
+
 func (r *ReadOnly) listTables(ctx context.Context, query string) error {
 	var names []string
-	if err := r.d.x.SelectContext(ctx, &names, query); err != nil {
+	if err := r.d.x.SelectContext(ctx, &names, r.d.q(query)); err != nil {
 		return fmt.Errorf("list tables: %w", err)
 	}
 	r.tables = make(map[string]bool, len(names))

@@ -16,10 +16,10 @@ import (
 // wrapping error names the statement that does it.
 var ErrOutdatedSchema = errors.New("outdated schema")
 
-// ErrMissingTables is OpenMySQL's error, without MySQLOptions.InitSchema,
-// for a database that lacks some of idalloc's tables (an empty one, most
-// often), and CheckLayout's for one without worker_layouts (made before
-// it); the wrapping error names them and the two ways to create them.
+// ErrMissingTables is OpenMySQL's and OpenPostgres's error, without
+// InitSchema, for a database that lacks some of idalloc's tables (an empty
+// one, most often); the wrapping error names them and the two ways to
+// create them. CheckLayout wraps it too when worker_layouts is missing.
 var ErrMissingTables = errors.New("idalloc's tables are missing")
 
 // schemaTables are the tables schema.sql creates, read from it so that a
@@ -33,11 +33,11 @@ var schemaTables = func() []string {
 }()
 
 // missingTables lists the tables of schemaTables the database lacks.
-func (m *MySQL) missingTables(ctx context.Context) ([]string, error) {
+func (d *db) missingTables(ctx context.Context, q sqlx.QueryerContext) ([]string, error) {
 	var missing []string
 	for _, t := range schemaTables {
 		var n int
-		if err := m.x.GetContext(ctx, &n, m.dialect.tableExists, t); err != nil {
+		if err := sqlx.GetContext(ctx, q, &n, d.q(d.dialect.tableExists), t); err != nil {
 			return nil, err
 		}
 		if n == 0 {
@@ -49,21 +49,22 @@ func (m *MySQL) missingTables(ctx context.Context) ([]string, error) {
 
 // checkTables refuses a database without a segments table, the one every
 // start reads (an empty database, most often), which would otherwise fail
-// at its first read with error 1146 and no fix named. A database that has
-// it but lacks the worker tables, made before them, is opened as before.
-func (m *MySQL) checkTables(ctx context.Context) error {
-	missing, err := m.missingTables(ctx)
+// at its first read with error 1146 (42P01) and no fix named. A database
+// that has it but lacks the worker tables, made before them, is opened as
+// before.
+func (d *db) checkTables(ctx context.Context) error {
+	missing, err := d.missingTables(ctx, d.x)
 	if err != nil || !slices.Contains(missing, "segments") {
 		return err
 	}
-	return missingTables(missing)
+	return d.missingTablesError(missing)
 }
 
-// missingTables is ErrMissingTables naming the tables and the two ways to
+// missingTablesError is ErrMissingTables naming the tables and the two ways to
 // create them.
-func missingTables(names []string) error {
-	return fmt.Errorf("%w: %s; create them by starting once with -init-schema, or by applying schema.sql "+
-		"(mysql DATABASE < schema.sql)", ErrMissingTables, strings.Join(names, ", "))
+func (d *db) missingTablesError(names []string) error {
+	return fmt.Errorf("%w: %s; create them by starting once with -init-schema, or by applying %s",
+		ErrMissingTables, strings.Join(names, ", "), d.dialect.schemaByHand)
 }
 
 // timestampColumn is one TIMESTAMP column of an idalloc table, as

@@ -18,8 +18,8 @@ import (
 // their start is unknown (NULL: nothing left in a used row says what its
 // first ID was).
 //
-// A MySQL table without them is not refused at start, unlike TIMESTAMP
-// columns (schema_check.go): those break every fetch in 2038, while
+// A MySQL or PostgreSQL table without them is not refused at start, unlike
+// TIMESTAMP columns (schema_check.go): those break every fetch in 2038, while
 // missing columns take nothing away from the tags there are. So a fleet
 // can roll the new version out before anyone touches the schema; only
 // creating a fixed_length or scrambled tag fails while the format columns
@@ -36,18 +36,19 @@ import (
 // addedColumn is one column added to segments, and its definition per
 // driver.
 type addedColumn struct {
-	name          string
-	mysql, sqlite string
+	name                    string
+	mysql, sqlite, postgres string
 }
 
 // addedColumns in the order schema.sql has them: an ALTER adds them at the
 // end of the table in this order, so an upgraded table matches a new one.
 var addedColumns = []addedColumn{
-	{"format", "VARCHAR(16) NOT NULL DEFAULT 'sequential'", "TEXT NOT NULL DEFAULT 'sequential'"},
-	{"length", "INT NOT NULL DEFAULT 0", "INTEGER NOT NULL DEFAULT 0"},
-	{"format_key", "VARBINARY(32) NULL", "BLOB"},
+	{"format", "VARCHAR(16) NOT NULL DEFAULT 'sequential'", "TEXT NOT NULL DEFAULT 'sequential'",
+		"VARCHAR(16) NOT NULL DEFAULT 'sequential'"},
+	{"length", "INT NOT NULL DEFAULT 0", "INTEGER NOT NULL DEFAULT 0", "INTEGER NOT NULL DEFAULT 0"},
+	{"format_key", "VARBINARY(32) NULL", "BLOB", "BYTEA NULL"},
 	// NULL, not a default: a row from before the column has no known start.
-	{"start", "BIGINT NULL", "INTEGER"},
+	{"start", "BIGINT NULL", "INTEGER", "BIGINT NULL"},
 }
 
 // Column lists of segments, per dialect: the names present among
@@ -58,12 +59,17 @@ const (
 			AND LOWER(COLUMN_NAME) IN ('format', 'length', 'format_key', 'start')`
 	sqliteAddedColumnsQuery = `SELECT LOWER(name) FROM pragma_table_info('segments')
 		WHERE LOWER(name) IN ('format', 'length', 'format_key', 'start')`
+	// current_schema(): where CREATE TABLE IF NOT EXISTS put the table
+	// and where an unqualified name finds it first.
+	postgresAddedColumnsQuery = `SELECT LOWER(column_name) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'segments'
+			AND LOWER(column_name) IN ('format', 'length', 'format_key', 'start')`
 )
 
 // missingColumns lists the added columns segments lacks.
 func missingColumns(ctx context.Context, q sqlx.QueryerContext, query string) ([]addedColumn, error) {
 	var have []string
-	if err := sqlx.SelectContext(ctx, q, &have, query); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &have, query); err != nil { // no arguments: no rebinding
 		return nil, fmt.Errorf("check the columns of segments: %w", err)
 	}
 	var missing []addedColumn
@@ -99,6 +105,28 @@ func mysqlAddColumns(cols []addedColumn) string {
 	return "ALTER TABLE `segments` " + strings.Join(adds, ", ")
 }
 
+// postgresAddColumns is the one ALTER TABLE that adds cols to a
+// PostgreSQL segments table. Since PostgreSQL 11 a column added with a
+// constant default rewrites nothing; IF NOT EXISTS lets the statement as
+// pasted by an operator meet an instance's -init-schema that ran first.
+func postgresAddColumns(cols []addedColumn) string {
+	adds := make([]string, len(cols))
+	for i, c := range cols {
+		adds[i] = "ADD COLUMN IF NOT EXISTS " + c.name + " " + c.postgres
+	}
+	return "ALTER TABLE segments " + strings.Join(adds, ", ")
+}
+
+// sqliteAddColumns are the ALTER TABLEs that add cols to a SQLite
+// segments table, one per column as SQLite requires.
+func sqliteAddColumns(cols []addedColumn) string {
+	stmts := make([]string, len(cols))
+	for i, c := range cols {
+		stmts[i] = "ALTER TABLE segments ADD COLUMN " + c.name + " " + c.sqlite
+	}
+	return strings.Join(stmts, "; ")
+}
+
 // missingColumns lists the added columns segments lacks, looking again
 // until it has found them all once (columns are never dropped); none when
 // the table has them.
@@ -114,31 +142,30 @@ func (d *db) missingColumns(ctx context.Context) ([]addedColumn, error) {
 }
 
 // formatsUnsupported is CreateTag's refusal of a fixed_length or scrambled
-// tag on a MySQL segments table that lacks the format columns; the ALTER
-// it names adds every missing column.
-func formatsUnsupported(missing []addedColumn) error {
+// tag on a segments table that lacks the format columns; the ALTER it
+// names (in the dialect's words) adds every missing column.
+func formatsUnsupported(d dialect, missing []addedColumn) error {
 	return segment.FormatUnsupported("its segments table predates number formats; start idalloc once with " +
-		"-init-schema, or run: " + mysqlAddColumns(missing) + ";")
+		"-init-schema, or run: " + d.addColumns(missing) + ";")
 }
 
-// upgradeColumns adds the missing columns to a MySQL segments table, if
-// there is one. Instances running -init-schema at once may race to add
-// them; a failed ALTER is an error only if columns are still missing
-// after it.
-func (m *MySQL) upgradeColumns(ctx context.Context, report func(string)) error {
+// upgradeColumns adds the missing columns to the segments table through e,
+// if there is one (-init-schema on MySQL and PostgreSQL). Instances
+// running -init-schema at once may race to add them; a failed ALTER is an
+// error only if columns are still missing after it.
+func (d *db) upgradeColumns(ctx context.Context, e sqlx.ExtContext, report func(string)) error {
 	var tables int
-	err := m.x.GetContext(ctx, &tables, `SELECT COUNT(*) FROM information_schema.TABLES
-		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'segments'`)
+	err := sqlx.GetContext(ctx, e, &tables, d.q(d.dialect.tableExists), "segments")
 	if err != nil || tables == 0 {
 		return err
 	}
-	missing, err := missingColumns(ctx, m.x, mysqlAddedColumnsQuery)
+	missing, err := missingColumns(ctx, e, d.dialect.addedColumnsQuery)
 	if err != nil || len(missing) == 0 {
 		return err
 	}
-	stmt := mysqlAddColumns(missing)
-	if _, err := m.x.ExecContext(ctx, stmt); err != nil {
-		if still, checkErr := m.missingColumns(ctx); checkErr != nil || len(still) > 0 {
+	stmt := d.dialect.addColumns(missing)
+	if _, err := e.ExecContext(ctx, stmt); err != nil {
+		if still, checkErr := missingColumns(ctx, e, d.dialect.addedColumnsQuery); checkErr != nil || len(still) > 0 {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}
 		return nil // another instance added them
@@ -160,7 +187,7 @@ func addSQLiteColumns(ctx context.Context, tx *sqlx.Tx) error {
 		return err
 	}
 	for _, c := range missing {
-		stmt := "ALTER TABLE segments ADD COLUMN " + c.name + " " + c.sqlite
+		stmt := sqliteAddColumns([]addedColumn{c})
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("%s: %w", stmt, err)
 		}

@@ -16,7 +16,8 @@ import (
 // compare-and-set statement that commits on its own. Exactly one row matched
 // proves the range (old, new] is this caller's, whatever happened around the
 // statement; no lock is taken and nothing is read back. A statement that
-// matched nothing, or that the database refused as a lost race (1213, 1205),
+// matched nothing, or that the database refused as a lost race (MySQL's
+// 1213 or 1205, PostgreSQL's 40001 or 40P01),
 // means another writer moved the row: Fetch reads again at once, a bounded
 // number of times. Errors: segment.ErrUnknownTag, segment.ErrExhausted (the
 // range would pass math.MaxInt64).
@@ -39,7 +40,7 @@ func (d *db) tryFetch(ctx context.Context, tag string, step int64) (segment.Fetc
 		MaxID int64 `db:"max_id"`
 		Step  int64 `db:"step"`
 	}
-	err := d.x.GetContext(ctx, &row, `SELECT max_id, step FROM segments WHERE app_tag = ?`, tag)
+	err := d.x.GetContext(ctx, &row, d.q(`SELECT max_id, step FROM segments WHERE app_tag = ?`), tag)
 	if errors.Is(err, sql.ErrNoRows) {
 		return segment.Fetched{}, segment.ErrUnknownTag
 	}
@@ -107,7 +108,7 @@ func tagsQuery(cols segmentColumns) string {
 	return q + ` FROM segments ORDER BY app_tag`
 }
 
-// Tags lists every row, ordered by app_tag (byte order on both drivers),
+// Tags lists every row, ordered by app_tag (byte order on every driver),
 // with its format, a scrambled tag's key and its start; a table without
 // the format columns lists every row as sequential, and a row without a
 // start (made before the column) has Start 0.
@@ -122,7 +123,7 @@ func (d *db) Tags(ctx context.Context) ([]segment.Tag, error) {
 // selectTags runs query, which selects the columns of tagRow.
 func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error) {
 	var rows []tagRow
-	err := d.x.SelectContext(ctx, &rows, query)
+	err := d.x.SelectContext(ctx, &rows, d.q(query))
 	if err != nil {
 		return nil, fmt.Errorf("list tags: %w", err)
 	}
@@ -154,9 +155,9 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 // a start below 1, segment.ErrInvalidDescription for one longer than the
 // column, and what segment.CheckFormat refuses: a format, length or key
 // the allocator cannot serve); segment.ErrTagExists; and segment.ErrFormatUnsupported
-// for a fixed_length or scrambled tag on a MySQL table without the format
-// columns, naming the ALTER TABLE that adds them. On a table without the
-// start column the row's start is left unknown. The allocator's limits
+// for a fixed_length or scrambled tag on a MySQL or PostgreSQL table
+// without the format columns, naming the ALTER TABLE that adds them. On a
+// table without the start column the row's start is left unknown. The allocator's limits
 // (segment.CheckNewTag: the step cap, starts up to segment.MaxUsableID or
 // within the format's digits) are the caller's: a migration or a test may
 // create rows beyond them.
@@ -175,7 +176,7 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	switch {
 	case err != nil:
 	case !cols.formats && t.Format != "" && t.Format != segment.FormatSequential:
-		err = formatsUnsupported(missing)
+		err = formatsUnsupported(d.dialect, missing)
 	default:
 		_, err = d.x.ExecContext(ctx, d.q(insertTag(cols)), insertArgs(t, start, cols)...)
 	}

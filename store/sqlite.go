@@ -60,10 +60,13 @@ VALUES ('test_business', 0, 100000, 'test_business', {now}, 1)`
 var sqliteDialect = dialect{
 	expand:            sqliteExpand(sqliteNow),
 	addedColumnsQuery: sqliteAddedColumnsQuery,
+	addColumns:        sqliteAddColumns,
 	tableExists:       `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
-	isDuplicate:       isSQLiteDuplicate,
-	isLostRace:        isSQLiteDuplicate,
-	oneWriter:         true,
+	// OpenSQLite creates every table, so none is ever missing.
+	schemaByHand: "nothing: OpenSQLite creates them",
+	isDuplicate:  isSQLiteDuplicate,
+	isLostRace:   isSQLiteDuplicate,
+	oneWriter:    true,
 }
 
 // sqliteExpand is the SQLite placeholder expansion with now as the clock;

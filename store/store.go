@@ -1,10 +1,11 @@
 // Package store implements segment.Store and workerlease.Store on SQL
 // databases: MySQL (also MariaDB, TiDB, Vitess) through go-sql-driver/mysql,
-// and an embedded SQLite file through modernc.org/sqlite (pure Go, no cgo).
+// PostgreSQL through jackc/pgx, and an embedded SQLite file through
+// modernc.org/sqlite (pure Go, no cgo).
 //
-// Both drivers run the same statements apart from a few dialect fragments, so
-// they behave alike, and package storetest holds the conformance suite both
-// pass. The guarantees: every write that decides who owns something (a
+// Every driver runs the same statements apart from a few dialect fragments,
+// so they behave alike, and package storetest holds the conformance suite
+// they all pass. A new engine is one dialect value and its opener. The guarantees: every write that decides who owns something (a
 // segment range, a worker lease) is a single compare-and-set statement that
 // commits on its own and whose rows-affected alone proves the outcome, so a
 // transaction silently aborted around it (as a multi-primary cluster such as
@@ -33,10 +34,14 @@ var (
 	_ workerlease.Store = (*MySQL)(nil)
 	_ segment.Store     = (*SQLite)(nil)
 	_ workerlease.Store = (*SQLite)(nil)
+	_ segment.Store     = (*Postgres)(nil)
+	_ workerlease.Store = (*Postgres)(nil)
 )
 
-// dialect is what differs between the drivers. Statements are written once
-// with placeholders that expand replaces:
+// dialect is what differs between the drivers. Statements are written once,
+// with ? for each argument and placeholders that expand replaces, and every
+// statement the store runs goes through db.q, which expands it and then
+// rewrites each ? into the driver's own marker ($1, $2, ... on PostgreSQL):
 //
 //	{now}        the database's current time, in the column's representation
 //	{now+ms}     {now} plus the next ? parameter, in milliseconds
@@ -53,17 +58,24 @@ type dialect struct {
 	// addedColumnsQuery lists which of the columns added to segments since
 	// the seed's exist (schema_columns.go).
 	addedColumnsQuery string
+	// addColumns is the statement that adds cols to segments, as
+	// -init-schema runs it and a refusal names it (schema_columns.go).
+	addColumns func(cols []addedColumn) string
 	// tableExists counts the tables named by its one argument.
 	tableExists string
+	// schemaByHand says how an operator applies the schema by hand, for the
+	// error that finds tables missing.
+	schemaByHand string
 	// oneWriter: the database runs one write transaction at a time (SQLite).
 	// Acquire then looks and claims in one transaction, which costs no
 	// concurrency there and means no caller ever loses a race. On MySQL the
 	// same would hold row locks across round trips and queue every loser
-	// behind them, so there each statement commits on its own.
+	// behind them, so there each statement commits on its own (as on
+	// PostgreSQL).
 	oneWriter bool
 }
 
-// db is the SQL shared by MySQL and SQLite; they embed it.
+// db is the SQL shared by every driver; each embeds it.
 type db struct {
 	x          *sqlx.DB
 	dialect    dialect
@@ -74,15 +86,20 @@ type db struct {
 }
 
 // tableExists reports whether table exists, by a query each dialect
-// answers (information_schema on MySQL, sqlite_master on SQLite).
+// answers (information_schema on MySQL and PostgreSQL, sqlite_master on
+// SQLite).
 func (d *db) tableExists(ctx context.Context, q sqlx.QueryerContext, table string) (bool, error) {
 	var n int
-	err := sqlx.GetContext(ctx, q, &n, d.dialect.tableExists, table)
+	err := sqlx.GetContext(ctx, q, &n, d.q(d.dialect.tableExists), table)
 	return n > 0, err
 }
 
-// q expands a statement template for the dialect.
-func (d *db) q(template string) string { return d.dialect.expand.Replace(template) }
+// q is template as the driver runs it: the dialect's placeholders expanded,
+// and each ? rewritten to the driver's argument marker (sqlx knows it from
+// the driver's name: ? for mysql and sqlite, $n for pgx). A statement that
+// skips q runs on MySQL and SQLite and fails on PostgreSQL, which the
+// conformance suite shows.
+func (d *db) q(template string) string { return d.x.Rebind(d.dialect.expand.Replace(template)) }
 
 // Ping reports whether the database answers.
 func (d *db) Ping(ctx context.Context) error {
@@ -119,7 +136,7 @@ func (d *db) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 
 // execOne runs a compare-and-set statement and reports whether it matched
 // exactly one row. MySQL counts matched rather than changed rows here
-// because OpenMySQL sets clientFoundRows.
+// because OpenMySQL sets clientFoundRows; PostgreSQL and SQLite always do.
 func execOne(ctx context.Context, e sqlx.ExecerContext, query string, args ...any) (bool, error) {
 	res, err := e.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -133,8 +150,8 @@ func execOne(ctx context.Context, e sqlx.ExecerContext, query string, args ...an
 }
 
 // dbTime scans a time column whichever way the driver hands it over: MySQL
-// gives time.Time (parseTime), SQLite columns hold Unix milliseconds, and a
-// seed-style table may hold NULL.
+// gives time.Time (parseTime), as pgx does for timestamptz, SQLite columns
+// hold Unix milliseconds, and a seed-style table may hold NULL.
 type dbTime struct{ time.Time }
 
 // Scan implements sql.Scanner.

@@ -8,22 +8,24 @@ import (
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
-func TestSQLite(t *testing.T) { storetest.Run(t, storetest.SQLite()) }
-
-// TestMySQL needs IDALLOC_TEST_MYSQL_DSN or a Docker engine; see storetest.
-func TestMySQL(t *testing.T) { storetest.Run(t, storetest.MySQL()) }
-
-// TestSQLiteLeases and TestMySQLLeases run workerlease's conformance suite,
-// which every lease store passes (memory, SQL, Redis, etcd), and the one
-// of the snowflake layouts kept beside the leases.
-func TestSQLiteLeases(t *testing.T) {
-	tg := storetest.LeaseTarget(storetest.SQLite())
-	leasetest.Run(t, tg)
-	layouttest.Run(t, tg)
+// TestConformance runs the store's conformance suite on every driver of
+// storetest.Drivers, a subtest each. MySQL needs IDALLOC_TEST_MYSQL_DSN or
+// a Docker engine, PostgreSQL IDALLOC_TEST_POSTGRES_DSN; see storetest.
+func TestConformance(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) { storetest.Run(t, d) })
+	}
 }
 
-func TestMySQLLeases(t *testing.T) {
-	tg := storetest.LeaseTarget(storetest.MySQL())
-	leasetest.Run(t, tg)
-	layouttest.Run(t, tg)
+// TestLeases runs workerlease's conformance suite, which every lease store
+// passes (memory, SQL, Redis, etcd), and snowflake/leased's suite of the
+// layouts kept beside the leases, on every driver.
+func TestLeases(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			tg := storetest.LeaseTarget(d)
+			leasetest.Run(t, tg)
+			layouttest.Run(t, tg)
+		})
+	}
 }

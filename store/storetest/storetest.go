@@ -4,7 +4,7 @@
 // Run(t, driver) proves the contract of segment.Store against one driver,
 // and LeaseTarget(driver) is the target on which workerlease's own suite
 // (leasetest) and snowflake/leased's of layouts (layouttest) run; package
-// store runs all three for SQLite and MySQL.
+// store runs all three for every driver of Drivers, the one list of them.
 //
 // Other packages' tests get fresh databases from Drivers:
 //
@@ -24,7 +24,12 @@
 // container when a Docker engine answers, else the test is skipped with a
 // one-line reason. Each MySQL database is a private one
 // (idalloc_test_<random>), dropped at cleanup, so tests and packages running
-// in parallel never share rows.
+// in parallel never share rows. PostgreSQL runs against the server named by
+// IDALLOC_TEST_POSTGRES_DSN (e.g.
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable), each
+// database a private schema (idalloc_test_<random>) of the DSN's database,
+// dropped at cleanup (see PostgresDSN); without the variable the test is
+// skipped with a one-line reason.
 package storetest
 
 import (
@@ -52,7 +57,8 @@ type Store interface {
 
 // Driver names a store driver and makes fresh databases for it.
 type Driver struct {
-	// Name is the idalloc config's driver key: "sqlite" or "mysql".
+	// Name is the idalloc config's driver key: "sqlite", "mysql" or
+	// "postgres".
 	Name string
 	// NewDB creates a fresh database with the schema and the seeded
 	// test_business row, removed at tb's cleanup. It skips tb when the
@@ -92,7 +98,7 @@ func (db DB) Open(tb testing.TB) Store {
 // operator's client would: for faults the store itself never makes.
 func (db DB) Exec(tb testing.TB, stmts ...string) {
 	tb.Helper()
-	x, err := sql.Open(db.Driver, db.DSN)
+	x, err := sql.Open(db.sqlDriver(), db.DSN)
 	if err != nil {
 		tb.Fatalf("open %s: %v", db.Driver, err)
 	}
@@ -102,6 +108,14 @@ func (db DB) Exec(tb testing.TB, stmts ...string) {
 			tb.Fatalf("%s: %v", stmt, err)
 		}
 	}
+}
+
+// sqlDriver is the database/sql driver name of db's driver.
+func (db DB) sqlDriver() string {
+	if db.Driver == "postgres" {
+		return "pgx"
+	}
+	return db.Driver
 }
 
 // create applies the schema to a new database by opening one handle.
@@ -123,8 +137,10 @@ func (db DB) open(initSchema bool) (Store, error) {
 	return store.Open(context.Background(), db.Driver, db.DSN, store.Options{InitSchema: initSchema})
 }
 
-// Drivers returns every driver: SQLite and MySQL.
-func Drivers() []Driver { return []Driver{SQLite(), MySQL()} }
+// Drivers returns every driver: SQLite, MySQL and PostgreSQL. It is the
+// one list of them: package store runs both conformance suites on each,
+// and every other package's tests that need a real store loop over it.
+func Drivers() []Driver { return []Driver{SQLite(), MySQL(), Postgres()} }
 
 // SQLite is the embedded driver; its databases are files in tb.TempDir().
 func SQLite() Driver {
@@ -140,6 +156,15 @@ func MySQL() Driver {
 	return Driver{Name: "mysql", NewDB: func(tb testing.TB) DB {
 		tb.Helper()
 		return DB{Driver: "mysql", DSN: MySQLDSN(tb)}.create(tb)
+	}}
+}
+
+// Postgres is the PostgreSQL driver; its databases are private schemas
+// made by PostgresDSN, with schema_postgres.sql applied.
+func Postgres() Driver {
+	return Driver{Name: "postgres", NewDB: func(tb testing.TB) DB {
+		tb.Helper()
+		return DB{Driver: "postgres", DSN: PostgresDSN(tb)}.create(tb)
 	}}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/workerlease"
@@ -61,7 +62,8 @@ func testTimesAfter2038(t *testing.T, db DB) {
 }
 
 // timeValue is tm as the driver's time columns hold it: SQLite's are Unix
-// milliseconds, MySQL's DATETIME(3) in UTC.
+// milliseconds, MySQL's DATETIME(3) in UTC, PostgreSQL's an instant
+// (TIMESTAMPTZ).
 func (db DB) timeValue(tm time.Time) any {
 	if db.Driver == "sqlite" {
 		return tm.UnixMilli()
@@ -86,6 +88,9 @@ func (db DB) exec(t *testing.T, stmt string, args ...any) {
 		cfg.Loc = time.UTC
 		cfg.Params = map[string]string{"time_zone": "'+00:00'"}
 		driver, dsn = "mysql", cfg.FormatDSN()
+	case "postgres":
+		driver, dsn = "pgx", db.DSN
+		stmt = sqlx.Rebind(sqlx.DOLLAR, stmt)
 	default:
 		t.Fatalf("unknown driver %q", db.Driver)
 	}

@@ -1,0 +1,1 @@
+store/schema_postgres.sql

@@ -1,0 +1,67 @@
+-- idalloc schema for PostgreSQL 13 and later: the tables and columns of
+-- schema.sql (MySQL), in PostgreSQL's types. Applying it again is harmless:
+-- tables are created only when missing and the seeded row is inserted only
+-- when absent. idalloc -init-schema applies it in one transaction.
+--
+-- Tables go to the first schema of the session's search_path
+-- (current_schema()), which is where idalloc looks for them.
+--
+-- Keys and tokens compare and sort byte for byte (COLLATE "C"), whatever the
+-- database's default collation: app_tag "Order" and "order" are two tags,
+-- listed in the same order as on MySQL (utf8mb4_bin) and SQLite.
+--
+-- Times are TIMESTAMPTZ(3): an instant, kept to the millisecond as MySQL's
+-- DATETIME(3) keeps it, with no end in 2038. idalloc judges lease expiry by
+-- the database's clock.
+--
+-- Number formats (API.md §7): format is sequential, fixed_length or
+-- scrambled, length the digit count of the last two, format_key a scrambled
+-- tag's secret key, never shown by any API, log or metric. start is a tag's
+-- first ID as created; NULL on rows made before the column. A segments table
+-- made without these columns still works, every row sequential; idalloc
+-- -init-schema adds them (ALTER TABLE segments ADD COLUMN ...).
+--
+-- This file is split into statements at a ';' that ends a line: keep every
+-- statement's ';' at the end of its last line and none elsewhere.
+
+CREATE TABLE IF NOT EXISTS segments (
+  app_tag     VARCHAR(64)  COLLATE "C" NOT NULL,
+  max_id      BIGINT       NOT NULL DEFAULT 0,
+  step        BIGINT       NOT NULL,
+  description VARCHAR(256) NOT NULL DEFAULT '',
+  update_time TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  format      VARCHAR(16)  NOT NULL DEFAULT 'sequential',
+  length      INTEGER      NOT NULL DEFAULT 0,
+  format_key  BYTEA        NULL,
+  start       BIGINT       NULL,
+  PRIMARY KEY (app_tag)
+);
+
+INSERT INTO segments (app_tag, max_id, step, description, start)
+VALUES ('test_business', 0, 100000, 'test_business', 1)
+ON CONFLICT (app_tag) DO NOTHING;
+
+-- One row per worker ID ever leased in a cluster. token '' marks a released
+-- ID; expires_at is by the database's clock; last_timestamp_ms never
+-- decreases, so the next holder of an ID starts after every timestamp the
+-- previous one used.
+CREATE TABLE IF NOT EXISTS worker_leases (
+  cluster           VARCHAR(64)  COLLATE "C" NOT NULL,
+  worker_id         BIGINT       NOT NULL,
+  token             VARCHAR(32)  COLLATE "C" NOT NULL DEFAULT '',
+  holder            VARCHAR(255) NOT NULL DEFAULT '',
+  expires_at        TIMESTAMPTZ(3) NOT NULL,
+  last_timestamp_ms BIGINT       NOT NULL DEFAULT 0,
+  PRIMARY KEY (cluster, worker_id)
+);
+
+-- The snowflake layout of each cluster whose instances generate IDs: all of
+-- them must agree, since two layouts (or two epochs) in one cluster can
+-- compose the same ID from different parts. The first instance records it;
+-- an instance with another layout refuses to start.
+CREATE TABLE IF NOT EXISTS worker_layouts (
+  cluster     VARCHAR(64) COLLATE "C" NOT NULL,
+  epoch_ms    BIGINT      NOT NULL,
+  worker_bits INTEGER     NOT NULL,
+  PRIMARY KEY (cluster)
+);
