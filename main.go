@@ -11,16 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/migrate/cmd"
-	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake"
@@ -127,30 +124,22 @@ func run(args []string) error {
 		debug.SetGCPercent(gcPercent)
 	}
 
-	// ctx ends at the first SIGINT/SIGTERM (cause errStopSignal), or when
-	// the instance must stop for another reason (a layout mismatch found in
-	// the background, the listener failing), with that reason as cause.
+	// ctx ends at the first SIGINT/SIGTERM (cause frontend.ErrStopSignal),
+	// or when the instance must stop for another reason (a layout mismatch
+	// found in the background, a front end failing), with that reason as
+	// cause.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go watchStop(ctx, cancel, sigs, cfg.Durations.ShutdownTimeout, os.Exit, log)
+	defer frontend.WatchSignals(ctx, cancel, cfg.Durations.ShutdownTimeout, log)()
 
 	// Listen first: a taken port fails before a lease or a segment is held.
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	lns, err := frontend.Listen(
+		frontend.Addr{Name: "http", Key: cfg.Origin("http_addr"), Addr: cfg.HTTPAddr},
+		frontend.Addr{Name: "resp", Key: cfg.Origin("resp_addr"), Addr: cfg.RespAddr})
 	if err != nil {
-		return fmt.Errorf("%s: %w", cfg.Origin("http_addr"), err)
+		return err
 	}
-	conns := limitConns(ln, cfg.MaxConns)
-	defer conns.Close()
-	var respLn net.Listener
-	if cfg.RespAddr != "" {
-		if respLn, err = net.Listen("tcp", cfg.RespAddr); err != nil {
-			return fmt.Errorf("%s: %w", cfg.Origin("resp_addr"), err)
-		}
-		defer respLn.Close() // if the start fails before it is served
-	}
+	defer lns.Close() // if the start fails before they are served
 
 	st, err := startStore(ctx, cfg, flags.InitSchema, log)
 	if err != nil {
@@ -166,16 +155,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := conns.register(reg); err != nil {
-		return err
-	}
 	st.ObserveConflicts(metrics.StoreConflict)
-	var respMetrics *resp.Metrics
-	if respLn != nil {
-		if respMetrics, err = resp.NewMetrics(reg); err != nil {
-			return err
-		}
-	}
 
 	alloc, err := segment.New(ctx, st, segment.Config{
 		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: metrics, Logger: log,
@@ -194,33 +174,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	deps := server.Deps{Segments: alloc, Store: st, Leases: leases}
-	if keeper != nil {
-		deps.Snowflake, deps.OwnLease = source, keeper
-	}
-	srv, err := server.New(server.Config{
-		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
-		Logger: log, Metrics: metrics, Gatherer: reg, ConnState: conns.connState,
-	}, deps)
+	fronts, srv, err := frontEnds(cfg, lns, parts{alloc, st, leases, keeper, source, metrics, reg, log})
 	if err != nil {
 		return err
 	}
-	var respSrv *resp.Server
-	if respLn != nil {
-		respDeps := resp.Deps{Segments: alloc}
-		if keeper != nil {
-			respDeps.Snowflake = source
-		}
-		respSrv, err = resp.New(resp.Config{
-			AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
-			MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.Durations.RespIdleTimeout,
-			MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
-			Version: readBuildStamp().Version, Logger: log, Metrics: respMetrics,
-		}, respDeps)
-		if err != nil {
-			return err
-		}
-	}
+	defer srv.Close()
 	stopLayoutCheck := func() {}
 	if keeper != nil {
 		layoutErr := func(err error) error {
@@ -242,57 +200,21 @@ func run(args []string) error {
 			return err // stopped during the first attempt
 		}
 	}
-	log.Info("idalloc serving", "addr", ln.Addr().String(), "driver", cfg.Driver, "snowflake", cfg.Snowflake.Enabled,
-		"max_conns", cfg.MaxConns)
-	httpServed := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ctx, conns, cfg.Durations.ShutdownDrain)
-		if err != nil {
-			cancel(fmt.Errorf("serve http: %w", err))
-		}
-		httpServed <- err
-	}()
-	respServed := make(chan error, 1)
-	if respSrv != nil {
-		log.Info("idalloc serving the Redis protocol", "addr", respLn.Addr().String(),
-			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.Durations.RespIdleTimeout)
-		go func() {
-			err := respSrv.Serve(ctx, respLn, cfg.Durations.ShutdownDrain)
-			if err != nil {
-				cancel(fmt.Errorf("serve resp: %w", err))
-			}
-			respServed <- err
-		}()
-	} else {
-		respServed <- nil
-	}
-	// Both front ends drain side by side; the stop goes on once both have
-	// answered their last command.
-	served := make(chan error, 1)
-	go func() { served <- errors.Join(<-httpServed, <-respServed) }()
-	cutConns := conns.closeAll
-	if respSrv != nil {
-		cutConns = func() { conns.closeAll(); respSrv.Cut() }
-	}
+	logServing(log, cfg, lns)
+	serving := frontend.Serve(ctx, cfg.Durations.ShutdownDrain, cancel, fronts...)
 
 	<-ctx.Done()
 	begun := time.Now()
 	stopLayoutCheck()
-	// Once the server has answered its last request: release the lease
-	// with the last timestamp used, and give unused segment IDs back.
-	handBack := []func(context.Context) error{alloc.Close}
-	if keeper != nil {
-		handBack = append(handBack, func(ctx context.Context) error { return keeper.Close(ctx, source.LastTimestampMS()) })
-	}
-	_, err = stopper{
-		timeout: cfg.Durations.ShutdownTimeout, drain: cfg.Durations.ShutdownDrain,
-		served: served, cutConns: cutConns, handBack: handBack, log: log,
-	}.run(begun)
-	if err := errors.Join(err, srv.Close()); err != nil {
+	_, err = frontend.Stop{
+		Timeout: cfg.Durations.ShutdownTimeout, Drain: cfg.Durations.ShutdownDrain,
+		Served: serving.Done(), Cut: serving.Cut, HandBack: handBack(alloc, keeper, source), Log: log,
+	}.Run(begun)
+	if err != nil {
 		log.Error("shutdown", "err", err)
 	}
 	log.Info("idalloc stopped", "took", time.Since(begun).Round(time.Millisecond))
-	if cause := context.Cause(ctx); !errors.Is(cause, errStopSignal) {
+	if cause := context.Cause(ctx); !errors.Is(cause, frontend.ErrStopSignal) {
 		return cause
 	}
 	return nil

@@ -49,12 +49,11 @@ func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Regis
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
-	log := slog.New(slog.DiscardHandler)
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, log, metrics)
+	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Metrics: metrics, Gatherer: reg, Logger: log},
+	srv, err := server.New(server.Config{Metrics: metrics, Gatherer: reg, Logger: discard},
 		server.Deps{Segments: alloc, Store: st, Leases: leases, Snowflake: source, OwnLease: keeper})
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +71,9 @@ func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Regis
 	}
 	return wired{metrics, alloc, keeper, source, srv}
 }
+
+// discard is a logger that drops everything.
+var discard = slog.New(slog.DiscardHandler)
 
 // writeConfig writes body as a config file of its own and returns its path.
 func writeConfig(tb testing.TB, body string) string {

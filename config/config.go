@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -30,14 +31,17 @@ type Config struct {
 	AdminToken string `json:"admin_token"`
 	MaxBatch   int    `json:"max_batch"`
 	// MaxConns caps the open HTTP connections; at the cap a new one
-	// closes the longest-idle keep-alive connection, or waits when none is
-	// idle (conns.go). See DefaultMaxConns.
+	// closes the longest-idle keep-alive connection, or is answered 503
+	// and closed when none is idle (frontend.Limiter). See
+	// frontend.DefaultMaxConns.
 	MaxConns int `json:"max_conns"`
 	// RespAddr is where the Redis-protocol front end listens (API.md §6);
 	// empty turns it off.
 	RespAddr string `json:"resp_addr"`
-	// RespMaxConns caps its open connections; over the cap a new one is
-	// answered an error and closed. See DefaultMaxConns.
+	// RespMaxConns caps its open connections, as MaxConns does HTTP's:
+	// at the cap a new one closes the connection idle the longest
+	// (waiting for a command), or is answered "-ERR max number of clients
+	// reached" and closed when none is idle. See frontend.DefaultMaxConns.
 	RespMaxConns int `json:"resp_max_conns"`
 	// RespIdleTimeout closes a RESP connection that sends nothing for so
 	// long. See DefaultRespIdleTimeout.
@@ -73,7 +77,7 @@ type LeaseConfig struct {
 // DefaultShutdownTimeout is the default of shutdown_timeout: under the 30 s
 // that docker compose (stop_grace_period) and Kubernetes
 // (terminationGracePeriodSeconds) wait before SIGKILL, with room for the
-// watchdog's second (see stopWatchdogSlack) and the process's exit.
+// watchdog's second (frontend.WatchSignals) and the process's exit.
 const DefaultShutdownTimeout = "25s"
 
 // DefaultRespIdleTimeout is the default of resp_idle_timeout: long enough
@@ -147,8 +151,8 @@ func Default() Config {
 		Driver:              "sqlite",
 		DSN:                 "idalloc.db",
 		MaxBatch:            segment.DefaultMaxBatch,
-		MaxConns:            DefaultMaxConns,
-		RespMaxConns:        DefaultMaxConns,
+		MaxConns:            frontend.DefaultMaxConns,
+		RespMaxConns:        frontend.DefaultMaxConns,
 		RespIdleTimeout:     DefaultRespIdleTimeout,
 		RespMaxPending:      resp.DefaultMaxPending,
 		RespMaxPendingTotal: resp.DefaultMaxPendingTotal,
@@ -273,10 +277,3 @@ func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
 	}
 	return reflect.StructField{}, false
 }
-
-// DefaultMaxConns is the default of max_conns and resp_max_conns. An open
-// connection costs a goroutine, its read and write buffers and a file
-// descriptor, tens of KB in all; 10,000 keeps the worst case to a few
-// hundred MB and well inside the usual descriptor limits, while a load
-// balancer or a fleet of keep-alive clients needs hundreds.
-const DefaultMaxConns = 10_000

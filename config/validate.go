@@ -91,7 +91,7 @@ func (c Config) Validate() (Settings, error) {
 		*d.dst = v
 	}
 	// The drain is part of the stop; what is left after it is shared by
-	// the HTTP shutdown and the hand-back (shutdown.go).
+	// the front ends' shutdown and the hand-back (frontend.Stop).
 	if s.Durations.ShutdownTimeout <= s.Durations.ShutdownDrain {
 		return s, keyErr("shutdown_timeout", `%s must exceed shutdown_drain (%s)`, s.Durations.ShutdownTimeout, s.Durations.ShutdownDrain)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/idalloc/idalloc/frontend"
 )
 
 // writeTimeout bounds one write of a connection's backlog (output.go): a
@@ -16,16 +18,13 @@ import (
 // MaxPending. It matches the HTTP server's.
 const writeTimeout = 15 * time.Second
 
-// refuseTimeout bounds the write of a refusal at the connection cap to a
-// client that is being shut out.
-const refuseTimeout = time.Second
-
 // gateBufSize is the read buffer of a connection: one read from the socket
 // takes at most this much.
 const gateBufSize = 8 << 10
 
 // errMaxClients is Redis's own answer at its maxclients cap, which clients
-// know.
+// know: what the connection cap (frontend.Limiter) answers a connection
+// that finds resp_max_conns open and none idle.
 var errMaxClients = redcon.AppendError(nil, "ERR max number of clients reached")
 
 // gateConn is a connection as redcon reads it. It reads the socket itself,
@@ -99,6 +98,16 @@ func (c *gateConn) scan() {
 }
 
 // fill reads the socket once into buf, or returns why not.
+//
+// While it waits, the connection is idle for the connection cap, which
+// may close it for a new client, if it owes its client nothing: every
+// command read was whole (one cut short is a command in progress) and
+// every answer is written (redcon calls Read only once it has answered
+// and flushed what it had, but a backlog may still be on its way). A
+// connection yet to send its first command is idle too: unlike HTTP's,
+// which net/http gives 5 s to send its request, a silent one would hold
+// its slot for resp_idle_timeout, and client pools open connections
+// ahead of use. It costs the read two atomic stores and an add.
 func (c *gateConn) fill() error {
 	switch {
 	case c.perr != nil:
@@ -108,8 +117,15 @@ func (c *gateConn) fill() error {
 	case c.stopping.Load():
 		return io.EOF
 	}
+	idle := c.safe == c.w && c.out.pending.Load() == 0
 	c.r, c.w, c.scanned, c.safe = 0, 0, 0, 0
+	if idle {
+		frontend.SetIdle(c.Conn, true)
+	}
 	n, err := c.Conn.Read(c.buf)
+	if idle {
+		frontend.SetIdle(c.Conn, false)
+	}
 	if n == 0 {
 		if c.stopping.Load() {
 			return io.EOF // woken by the drain's deadline
@@ -163,16 +179,16 @@ func (c *gateConn) stop() {
 	_ = c.Conn.SetReadDeadline(aLongTimeAgo)
 }
 
-// listener caps the open connections, wraps each in a gateConn, and can
-// stop accepting without ending redcon's Serve (which would close every
-// connection at once): after stopAccepting, Accept waits for release.
+// listener wraps each connection the cap admits in a gateConn, keeps
+// them for the drain, Cut, INFO and the budget's choice of a victim, and
+// can stop accepting without ending redcon's Serve (which would close
+// every connection at once): after stopAccepting, Accept waits for
+// release.
 type listener struct {
-	net.Listener
-	max        int
-	maxPending int
-	budget     budget // answers waiting across connections
-	metrics    *Metrics
-	log        func(msg string, args ...any)
+	net.Listener // the connection cap (frontend.Limiter)
+	maxPending   int
+	budget       budget // answers waiting across connections
+	metrics      *Metrics
 
 	mu      sync.Mutex
 	conns   map[*gateConn]struct{}
@@ -184,12 +200,11 @@ type listener struct {
 	releaseOnce sync.Once
 	closeOnce   sync.Once
 	backoff     time.Duration
-	lastRefusal atomic.Int64 // UnixNano of the last cap refusal logged
 }
 
-func newListener(ln net.Listener, max, maxPending int, maxPendingTotal int64, m *Metrics, log func(string, ...any)) *listener {
+func newListener(ln net.Listener, maxPending int, maxPendingTotal int64, m *Metrics) *listener {
 	l := &listener{
-		Listener: ln, max: max, maxPending: maxPending, metrics: m, log: log,
+		Listener: ln, maxPending: maxPending, metrics: m,
 		conns:   make(map[*gateConn]struct{}),
 		stopped: make(chan struct{}), released: make(chan struct{}),
 	}
@@ -197,56 +212,31 @@ func newListener(ln net.Listener, max, maxPending int, maxPendingTotal int64, m 
 	return l
 }
 
-// Accept returns the next connection under the cap. A connection over the
-// cap is answered Redis's "max number of clients reached" and closed, as
-// Redis does, rather than left waiting in the accept queue with no word.
+// Accept returns the next connection the cap admits, as a gateConn.
 func (l *listener) Accept() (net.Conn, error) {
-	for {
-		nc, err := l.Listener.Accept()
-		if err != nil {
-			select {
-			case <-l.stopped:
-				<-l.released
-				return nil, net.ErrClosed
-			default:
-			}
-			if !errors.Is(err, net.ErrClosed) {
-				// redcon retries at once; back off as net/http does, so a
-				// lack of descriptors does not spin a core.
-				l.backoff = min(max(2*l.backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(l.backoff)
-			}
-			return nil, err
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		select {
+		case <-l.stopped:
+			<-l.released
+			return nil, net.ErrClosed
+		default:
 		}
-		l.backoff = 0
-		l.mu.Lock()
-		full := len(l.conns) >= l.max
-		var c *gateConn
-		if !full {
-			c = &gateConn{Conn: nc, l: l, buf: make([]byte, gateBufSize),
-				out: output{conn: nc, max: int64(l.maxPending), limited: l.metrics.outputLimit, budget: &l.budget}}
-			l.conns[c] = struct{}{}
+		if !errors.Is(err, net.ErrClosed) {
+			// redcon retries at once; back off as net/http does, so a
+			// lack of descriptors does not spin a core.
+			l.backoff = min(max(2*l.backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(l.backoff)
 		}
-		l.mu.Unlock()
-		if full {
-			l.refuse(nc)
-			continue
-		}
-		l.metrics.conns.Inc()
-		return c, nil
+		return nil, err
 	}
-}
-
-// refuse answers a connection over the cap and closes it, and logs that
-// the cap was reached at most once a minute.
-func (l *listener) refuse(nc net.Conn) {
-	_ = nc.SetWriteDeadline(time.Now().Add(refuseTimeout))
-	_, _ = nc.Write(errMaxClients)
-	_ = nc.Close()
-	now := time.Now().UnixNano()
-	if last := l.lastRefusal.Load(); now-last > int64(time.Minute) && l.lastRefusal.CompareAndSwap(last, now) {
-		l.log("resp: connection refused: resp_max_conns reached", "resp_max_conns", l.max)
-	}
+	l.backoff = 0
+	c := &gateConn{Conn: nc, l: l, buf: make([]byte, gateBufSize),
+		out: output{conn: nc, max: int64(l.maxPending), limited: l.metrics.outputLimit, budget: &l.budget}}
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	return c, nil
 }
 
 func (l *listener) remove(c *gateConn) {
@@ -257,7 +247,6 @@ func (l *listener) remove(c *gateConn) {
 		l.emptied = nil
 	}
 	l.mu.Unlock()
-	l.metrics.conns.Dec()
 }
 
 // Close closes the socket listener; redcon calls it when Serve returns.

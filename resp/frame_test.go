@@ -35,7 +35,7 @@ func TestGateDeliversWhatRedconReads(t *testing.T) {
 	data := []byte(stream.String())
 
 	server, client := net.Pipe()
-	l := newListener(nil, 1, DefaultMaxPending, DefaultMaxPendingTotal, mustMetrics(t), func(string, ...any) {})
+	l := newListener(nil, DefaultMaxPending, DefaultMaxPendingTotal, mustMetrics(t))
 	gc := &gateConn{Conn: server, l: l, buf: make([]byte, gateBufSize)}
 	l.conns[gc] = struct{}{}
 	go func() {

@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,11 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: over resp_max_conns a connection is answered Redis's
-// error and closed; once one closes, a new one is served.
+// TestConnectionCap: at resp_max_conns a new connection is served and the
+// connection idle the longest (waiting for a command, nothing owed) is
+// closed for it; one in the middle of a command is not idle, and with none
+// idle a new connection is answered Redis's error and closed; once one
+// closes, a new one is served.
 func TestConnectionCap(t *testing.T) {
 	in := start(t, options{noFlake: true, cfg: Config{MaxConns: 3}})
 	var conns []*rawConn
@@ -101,20 +105,49 @@ func TestConnectionCap(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
+	// conns[1] and [2] are busy: each has sent part of a command.
+	for _, c := range conns[1:] {
+		if _, err := io.WriteString(c, "*1\r\n$4\r\nPI"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the partial commands to be read", func() bool { return gauge(t, in, "idalloc_resp_idle_connections") == 1 })
+	fourth := dialRaw(t, in.addr)
+	if got := fourth.send(t, "PING\r\n"); got != "+PONG" {
+		t.Errorf("4th connection with one idle: PING = %q, want +PONG", got)
+	}
+	if !conns[0].closed(t) {
+		t.Error("the idle connection left open at the cap, want it closed for the 4th")
+	}
+	// None idle now but the 4th, which a partial command makes busy too.
+	if _, err := io.WriteString(fourth, "*1\r\n$4\r\nPI"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "no idle connection", func() bool { return gauge(t, in, "idalloc_resp_idle_connections") == 0 })
 	over := dialRaw(t, in.addr)
 	if got := over.line(t); got != "-ERR max number of clients reached" {
-		t.Errorf("4th connection got %q, want the cap's error", got)
+		t.Errorf("5th connection with none idle got %q, want the cap's error", got)
 	}
 	if !over.closed(t) {
-		t.Error("4th connection left open")
+		t.Error("5th connection left open")
 	}
-	_ = conns[0].Close()
+	// The busy ones were kept: their commands complete.
+	for i, c := range []*rawConn{conns[1], conns[2], fourth} {
+		if got := c.send(t, "NG\r\n"); got != "+PONG" {
+			t.Errorf("busy connection %d at the cap: PING = %q, want +PONG (kept)", i, got)
+		}
+	}
+	_ = conns[1].Close()
 	waitFor(t, "a slot to free", func() bool { return in.srv.openConns() < 3 })
 	if got := dialRaw(t, in.addr).send(t, "PING\r\n"); got != "+PONG" {
 		t.Errorf("a connection after one closed: PING = %q", got)
 	}
-	if got := testutilGauge(in.srv.metrics); got != 3 {
-		t.Errorf("idalloc_resp_connections = %v, want 3", got)
+	for name, want := range map[string]float64{
+		"idalloc_resp_connections": 3, "idalloc_resp_idle_connections_closed_total": 1, "idalloc_resp_connections_refused_total": 1,
+	} {
+		if got := gauge(t, in, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package resp
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idalloc/idalloc/frontend"
+)
 
 // command is a command this front end knows, as a metrics label.
 type command uint8
@@ -54,7 +58,6 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 // NewMetrics (main's, which /metrics serves):
 //
 //	idalloc_resp_commands_total{command,outcome}  commands answered
-//	idalloc_resp_connections                      connections open
 //	idalloc_resp_connections_closed_total{reason} connections the server cut:
 //	                                              reason output_limit, answers
 //	                                              waiting past resp_max_pending;
@@ -63,6 +66,11 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 //	                                              all would pass
 //	                                              resp_max_pending_total
 //
+// and the connection cap's (frontend.Metrics): idalloc_resp_connections
+// (open, at most resp_max_conns), idalloc_resp_idle_connections_closed_total
+// (closed to make room at the cap), idalloc_resp_connections_refused_total
+// (refused at the cap, none idle).
+//
 // Segment IDs issued over RESP are counted with every other in
 // idalloc_ids_issued_total{mode="segment"}, which reads the allocator's own
 // figures; snowflake IDs in idalloc_ids_issued_total{mode="snowflake"},
@@ -70,7 +78,7 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 // end asked. Neither is counted here.
 type Metrics struct {
 	commands    [numCommands][numOutcomes]prometheus.Counter
-	conns       prometheus.Gauge
+	conns       *frontend.Metrics
 	outputLimit prometheus.Counter
 	outputTotal prometheus.Counter
 }
@@ -83,10 +91,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: "idalloc", Subsystem: "resp", Name: "commands_total",
 		Help: "Commands answered over the Redis protocol, by command (\"other\" for unknown ones) and outcome: ok, err, noauth, tryagain, internal.",
 	}, []string{"command", "outcome"})
-	m := &Metrics{conns: prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "idalloc", Subsystem: "resp", Name: "connections",
-		Help: "Redis-protocol connections open.",
-	})}
+	m := &Metrics{}
 	for c := range numCommands {
 		for o := range numOutcomes {
 			m.commands[c][o] = vec.WithLabelValues(commandNames[c], outcomeNames[o])
@@ -100,12 +105,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}, []string{"reason"})
 	m.outputLimit = closed.WithLabelValues("output_limit")
 	m.outputTotal = closed.WithLabelValues("output_total")
-	for _, c := range []prometheus.Collector{vec, m.conns, closed} {
+	for _, c := range []prometheus.Collector{vec, closed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	return m, nil
+	var err error
+	m.conns, err = frontend.NewMetrics(reg, "resp", "resp_max_conns")
+	return m, err
 }
 
 func (m *Metrics) count(c command, o outcome) { m.commands[c][o].Inc() }

@@ -12,8 +12,6 @@ import (
 	"github.com/idalloc/idalloc/errs"
 )
 
-func testutilGauge(m *Metrics) float64 { return testutil.ToFloat64(m.conns) }
-
 // TestMetrics: commands are counted by name and outcome on the registry
 // given, unknown names as "other", and open connections as a gauge.
 func TestMetrics(t *testing.T) {
@@ -31,7 +29,7 @@ func TestMetrics(t *testing.T) {
 	rdb.Do(ctx, "SNOWFLAKE")
 
 	want := `
-# HELP idalloc_resp_connections Redis-protocol connections open.
+# HELP idalloc_resp_connections Connections open, at most resp_max_conns.
 # TYPE idalloc_resp_connections gauge
 idalloc_resp_connections 1
 `
@@ -54,6 +52,23 @@ idalloc_resp_connections 1
 			t.Errorf("idalloc_resp_commands_total{command=%q,outcome=%q} = %v (%v), want %v", c.command, c.outcome, got, err, c.want)
 		}
 	}
+}
+
+// gauge is the value of the one sample of the gauge or counter name.
+func gauge(t *testing.T, in *instance, name string) float64 {
+	t.Helper()
+	mfs, err := in.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			m := mf.GetMetric()[0]
+			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no single sample of %s", name)
+	return 0
 }
 
 func counterValue(in *instance, command, outcome string) (float64, error) {

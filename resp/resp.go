@@ -17,8 +17,10 @@
 // output.go): the limits on argument size, argument count and command
 // size, refusing bytes that are not RESP, the caps on answers waiting for
 // clients that do not read them (MaxPending per connection, with a write
-// deadline, and MaxPendingTotal across them), the connection cap, and a
-// drain that keeps open connections while the listener is closed.
+// deadline, and MaxPendingTotal across them), and a drain that keeps open
+// connections while the listener is closed. The connection cap is every
+// front end's (frontend.Limiter); this package tells it which connections
+// are idle.
 //
 // The hot path (GET) claims an ID with one atomic add in the allocator and
 // appends its digits to redcon's output buffer: it allocates nothing of its
@@ -38,12 +40,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/redcon"
 
+	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
 )
 
 // Defaults for zero Config fields.
 const (
-	DefaultMaxConns    = 10_000
 	DefaultIdleTimeout = 5 * time.Minute
 	// DefaultStep is the step of a tag created by HSET without one: HTTP's
 	// POST /tags requires it, but number-dispenser's HSET has no such
@@ -94,8 +96,11 @@ type Config struct {
 	// MaxBatch is the largest count of IDS and SNOWFLAKE; 0 means
 	// segment.DefaultMaxBatch.
 	MaxBatch int
-	// MaxConns caps the open connections; 0 means 10,000. Over the cap a
-	// new connection is answered an error and closed.
+	// MaxConns caps the open connections (resp_max_conns); 0 means
+	// frontend.DefaultMaxConns. At the cap the connection idle the longest
+	// (waiting for a command with no answer owed) is closed to make room;
+	// with none idle a new connection is answered Redis's "-ERR max number
+	// of clients reached" and closed. See frontend.Limiter.
 	MaxConns int
 	// IdleTimeout closes a connection that sends nothing for so long; 0
 	// means 5 minutes.
@@ -163,7 +168,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		seg: deps.Segments, flake: deps.Snowflake,
 		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
 		count:           segment.NewCountLimit(cfg.MaxBatch),
-		maxConns:        orDefault(cfg.MaxConns, DefaultMaxConns),
+		maxConns:        orDefault(cfg.MaxConns, frontend.DefaultMaxConns),
 		maxPending:      orDefault(cfg.MaxPending, DefaultMaxPending),
 		maxPendingTotal: orDefault(cfg.MaxPendingTotal, DefaultMaxPendingTotal),
 		idle:            orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
@@ -202,15 +207,18 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 	return v
 }
 
-// Serve answers on ln until ctx is done, then drains: ln is closed at once
-// (new connections are refused), the open connections are served for
-// drain, then each is closed at its next command boundary (at once if it
-// is waiting for a command). Those still busy shutdownTimeout later, or
-// when Cut is called, are cut. Serve returns nil once every connection has
-// ended, or redcon's error if serving fails. It leaves the dependencies
-// open. A Server serves once.
+// Serve answers on ln, under MaxConns connections, until ctx is done, then
+// drains: ln is closed at once (new connections are refused), the open
+// connections are served for drain, then each is closed at its next
+// command boundary (at once if it is waiting for a command). Those still
+// busy shutdownTimeout later, or when Cut is called, are cut. Serve
+// returns nil once every connection has ended, or redcon's error if
+// serving fails. It leaves the dependencies open. A Server serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
-	l := newListener(ln, s.maxConns, s.maxPending, s.maxPendingTotal, s.metrics, s.log.Warn)
+	capped := frontend.Limit(ln, frontend.Cap{
+		Max: s.maxConns, Refusal: errMaxClients, Metrics: s.metrics.conns, Log: s.log,
+	})
+	l := newListener(capped, s.maxPending, s.maxPendingTotal, s.metrics)
 	s.cutMu.Lock()
 	s.ln = l
 	s.cutMu.Unlock()

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -67,6 +68,17 @@ func send(w http.ResponseWriter, status int, body []byte) int {
 	_, _ = w.Write(body) // a write error means the client left; nobody to tell
 	return status
 }
+
+// atCapRefusal is the whole HTTP answer written to a new connection that
+// finds max_conns open and none idle, before its request is read, after
+// which the connection is closed (frontend.Limiter): a 503 with the
+// contract's envelope for kind unavailable and Retry-After, as every 503.
+var atCapRefusal = func() []byte {
+	body := append(atCapAnswer.appendTo(nil), '}')
+	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n"+
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		atCapAnswer.status, http.StatusText(atCapAnswer.status), len(body), body)
+}()
 
 // sendPooled sends *bp and returns it to the pool.
 func sendPooled(w http.ResponseWriter, status int, bp *[]byte) int {

@@ -99,6 +99,10 @@ func own(kind errs.Kind, msg string) answer {
 
 var internalAnswer = own(errs.Internal, "internal error")
 
+// atCapAnswer is what a new connection is told, before any request, when
+// max_conns are open and none is idle to close for it (atCapRefusal).
+var atCapAnswer = own(errs.Unavailable, "too many connections: max_conns are open and none is idle; retry shortly, on another instance if you have one")
+
 // paramError is a request this front end cannot read: a parameter or body
 // field absent, of the wrong JSON type, badly escaped, or a body that is not
 // a JSON object. The domain never sees such a request, so the words are the
@@ -136,6 +140,22 @@ func classify(err error) answer {
 	return internalAnswer
 }
 
+// appendTo appends a's envelope to b, open for more fields:
+// {"resp_code":N,"msg":"…","kind":"…" and "field" when there is one.
+func (a answer) appendTo(b []byte) []byte {
+	b = append(b, `{"resp_code":`...)
+	b = strconv.AppendInt(b, int64(a.code), 10)
+	b = append(b, `,"msg":`...)
+	b = appendString(b, a.msg)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, string(a.kind))
+	if a.field != "" {
+		b = append(b, `,"field":`...)
+		b = appendString(b, a.field)
+	}
+	return b
+}
+
 // fail answers err. Internal errors are logged with the request ID the
 // client sees, so an operator can find the real cause; every error carries
 // X-Request-Id.
@@ -149,16 +169,7 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, err error, sta
 	rid := s.requestID(r)
 	w.Header()[requestIDHeader] = []string{rid}
 	bp := getBuf()
-	b := append(*bp, `{"resp_code":`...)
-	b = strconv.AppendInt(b, int64(a.code), 10)
-	b = append(b, `,"msg":`...)
-	b = appendString(b, a.msg)
-	b = append(b, `,"kind":`...)
-	b = appendString(b, string(a.kind))
-	if a.field != "" {
-		b = append(b, `,"field":`...)
-		b = appendString(b, a.field)
-	}
+	b := a.appendTo(*bp)
 	if status != "" {
 		b = append(b, `,"status":`...)
 		b = appendString(b, status)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 )
@@ -46,6 +47,9 @@ const namespace = "idalloc"
 //	idalloc_workerlease_info{cluster,worker_id}    1 while it holds a lease
 //	idalloc_http_requests_total{route,code}
 //	idalloc_http_request_duration_seconds{route}
+//	idalloc_http_connections                       open, at most max_conns
+//	idalloc_http_idle_connections_closed_total     closed to make room at max_conns
+//	idalloc_http_connections_refused_total         refused at max_conns, none idle
 type Metrics struct {
 	fetches       prometheus.Counter
 	fetchErrors   prometheus.Counter
@@ -61,7 +65,8 @@ type Metrics struct {
 	// which reads them per request: an atomic load, not a protobuf Write.
 	drift struct{ waited, tryLater, tooLarge atomic.Int64 }
 
-	http httpMetrics
+	http  httpMetrics
+	conns *frontend.Metrics // the connection cap's
 
 	snowflakeIssued atomic.Int64
 	sources         atomic.Pointer[sources]
@@ -124,6 +129,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.driftTryLater = drift.WithLabelValues(string(snowflake.DriftTryLater))
 	m.driftTooLarge = drift.WithLabelValues(string(snowflake.DriftTooLarge))
 
+	var err error
+	if m.conns, err = frontend.NewMetrics(reg, "http", "max_conns"); err != nil {
+		return nil, err
+	}
 	for _, c := range []prometheus.Collector{
 		m.fetches, m.fetchErrors, m.fetchTimeouts, m.refused, m.conflicts, m.fetchDuration,
 		m.givenBack, m.wasted, drift, stateCollector{m}, &m.http,

@@ -36,6 +36,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -119,10 +120,12 @@ type Config struct {
 	// its own Metrics.
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
-	// ConnState, when set, is the http.Server's ConnState hook in Serve:
-	// main's connection limiter learns from it which connections are idle,
-	// to close those first at max_conns.
-	ConnState func(net.Conn, http.ConnState)
+	// MaxConns caps the open connections (max_conns); 0 means
+	// frontend.DefaultMaxConns. At the cap the connection idle the longest
+	// (a keep-alive connection between requests) is closed to make room;
+	// with none idle a new connection is answered 503 (resp_code 3, kind
+	// unavailable) and closed. See frontend.Limiter.
+	MaxConns int
 }
 
 // Server answers the HTTP API. It starts one goroutine, the store health
@@ -141,7 +144,9 @@ type Server struct {
 	adminToken     string
 	count          segment.CountLimit // of /alloc and /snowflake
 	healthInterval time.Duration
-	connState      func(net.Conn, http.ConnState)
+	maxConns       int
+	// conns is Serve's connection cap, while serving, for Cut.
+	conns atomic.Pointer[frontend.Limiter]
 
 	idsPool sync.Pool // *[]int64 of len count.Max()
 
@@ -161,8 +166,9 @@ type Server struct {
 
 // New checks cfg and deps, pings the store once so /health is accurate from
 // the first request, and starts the health checker. Errors: a nil Segments
-// or Store, an OwnLease without Leases, a negative MaxBatch or
-// HealthInterval, or Metrics without Gatherer (or the other way round).
+// or Store, an OwnLease without Leases, a negative MaxBatch,
+// HealthInterval or MaxConns, or Metrics without Gatherer (or the other
+// way round).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil || deps.Store == nil {
 		return nil, errors.New("server: Deps.Segments and Deps.Store are required")
@@ -170,8 +176,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.OwnLease != nil && deps.Leases == nil {
 		return nil, errors.New("server: Deps.OwnLease needs Deps.Leases, for max_worker_id")
 	}
-	if cfg.MaxBatch < 0 || cfg.HealthInterval < 0 {
-		return nil, errors.New("server: MaxBatch and HealthInterval must not be negative")
+	if cfg.MaxBatch < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 {
+		return nil, errors.New("server: MaxBatch, HealthInterval and MaxConns must not be negative")
 	}
 	s := &Server{
 		seg:            deps.Segments,
@@ -182,7 +188,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics:        cfg.Metrics,
 		gatherer:       cfg.Gatherer,
 		log:            cfg.Logger,
-		connState:      cfg.ConnState,
+		maxConns:       cfg.MaxConns,
 		adminToken:     cfg.AdminToken,
 		count:          segment.NewCountLimit(cfg.MaxBatch),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
@@ -240,14 +246,20 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // Handler returns the router; it is safe to serve from several listeners.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve answers on ln until ctx is done, then drains: /health answers 503
-// "draining" at once so load balancers take the instance out, while every
-// other route, on old and new connections, is served for drain; then it
-// shuts the listener down, waits for requests in flight, and returns nil.
-// It returns early with http.Server.Serve's error if that fails. Serve
-// leaves the health checker running and the dependencies open: call Close,
-// then close the allocator, which gives its unused IDs back.
+// Serve answers on ln, under MaxConns connections, until ctx is done, then
+// drains: /health answers 503 "draining" at once so load balancers take
+// the instance out, while every other route, on old and new connections,
+// is served for drain; then it shuts the listener down, waits for requests
+// in flight (until Cut, or shutdownTimeout), and returns nil. It returns
+// early with http.Server.Serve's error if that fails. Serve leaves the
+// health checker running and the dependencies open: call Close, then
+// close the allocator, which gives its unused IDs back. A Server serves
+// once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	conns := frontend.Limit(ln, frontend.Cap{
+		Max: s.maxConns, Refusal: atCapRefusal, Metrics: s.metrics.conns, Log: s.log,
+	})
+	s.conns.Store(conns)
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -255,11 +267,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ConnState:         s.connState,
+		ConnState:         markIdle,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(conns) }()
 
 	select {
 	case err := <-served:
@@ -285,6 +297,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	}
 	<-served // http.ErrServerClosed, by construction
 	return nil
+}
+
+// Cut closes every connection open now, which ends the shutdown of a
+// draining Serve: the stop calls it when connections outlive their share
+// of shutdown_timeout.
+func (s *Server) Cut() {
+	if conns := s.conns.Load(); conns != nil {
+		conns.CloseAll()
+	}
+}
+
+// markIdle is http.Server's ConnState hook: it tells the connection cap
+// which connections are idle keep-alive ones, between requests, to close
+// first at max_conns. It runs on every request, twice, and costs an
+// atomic store (frontend.SetIdle). net/http reports a connection active
+// once its next request's header is read.
+func markIdle(c net.Conn, state http.ConnState) {
+	frontend.SetIdle(c, state == http.StateIdle)
 }
 
 // Close stops the health checker and waits for it. It is idempotent and

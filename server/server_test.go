@@ -22,6 +22,7 @@ func TestNewErrors(t *testing.T) {
 		{"no store", func(_ *Config, d *Deps) { d.Store = nil }},
 		{"own lease without leases", func(_ *Config, d *Deps) { d.Leases = nil }},
 		{"negative max batch", func(c *Config, _ *Deps) { c.MaxBatch = -1 }},
+		{"negative max conns", func(c *Config, _ *Deps) { c.MaxConns = -1 }},
 		{"metrics without gatherer", func(c *Config, _ *Deps) { c.Metrics = mustMetrics(t, prometheus.NewRegistry()) }},
 		{"gatherer without metrics", func(c *Config, _ *Deps) { c.Gatherer = prometheus.NewRegistry() }},
 	}
@@ -113,14 +114,12 @@ func TestServeListenerError(t *testing.T) {
 	}
 }
 
-// TestServeReportsConnState: Serve hands Config.ConnState every state a
-// connection goes through, which main's connection limiter needs to know
-// the idle ones.
-func TestServeReportsConnState(t *testing.T) {
-	states := make(chan http.ConnState, 16)
-	rg := newRig(t, func(c *Config, _ *Deps) {
-		c.ConnState = func(_ net.Conn, st http.ConnState) { states <- st }
-	})
+// TestServeCapsConnections: at MaxConns, Serve's connection cap closes the
+// keep-alive connection idle between requests for a new client (the
+// ConnState hook marks it idle), and with none idle answers the new
+// connection the contract's 503 for kind unavailable and closes it.
+func TestServeCapsConnections(t *testing.T) {
+	rg := newRig(t, func(c *Config, _ *Deps) { c.MaxConns = 1 })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -134,32 +133,62 @@ func TestServeReportsConnState(t *testing.T) {
 			t.Errorf("Serve = %v, want nil", err)
 		}
 	}()
-	// One keep-alive request, then the client closes the connection.
-	c, err := net.Dial("tcp", ln.Addr().String())
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+	get := func(c net.Conn, r *bufio.Reader) *http.Response {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp
+	}
+
+	// A keep-alive connection, idle after one request, is closed for a
+	// new client, which is served.
+	idle, idleR := dial()
+	if resp := get(idle, idleR); resp.StatusCode != 200 {
+		t.Fatalf("first client: %d, want 200", resp.StatusCode)
+	}
+	busy, busyR := dial()
+	if _, err := idleR.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("idle connection at the cap: read %v, want EOF (closed for the new client)", err)
+	}
+	// The new connection, yet to send a whole request, is not idle: a
+	// third is refused.
+	if _, err := io.WriteString(busy, "GET /health HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_, overR := dial()
+	resp, err := http.ReadResponse(overR, nil)
 	if err != nil {
+		t.Fatalf("connection over the cap: %v, want a 503", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	want := `{"resp_code":3,"msg":"too many connections: max_conns are open and none is idle; retry shortly, on another instance if you have one","kind":"unavailable"}`
+	if resp.StatusCode != 503 || string(body) != want || resp.Header.Get("Retry-After") != "1" ||
+		resp.Header.Get("Content-Type") != "application/json" || !resp.Close {
+		t.Errorf("connection over the cap: %d %v %s, want 503 with Retry-After: 1, Connection: close and %s", resp.StatusCode, resp.Header, body, want)
+	}
+	if _, err := overR.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("connection over the cap after its answer: read %v, want EOF", err)
+	}
+	// The busy connection is kept: its request completes and is answered.
+	if _, err := io.WriteString(busy, "Host: localhost\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/health: %v %v, want 200", resp, err)
-	}
-	resp.Body.Close()
-	want := []http.ConnState{http.StateNew, http.StateActive, http.StateIdle, http.StateClosed}
-	for i, w := range want {
-		if w == http.StateClosed {
-			c.Close()
-		}
-		select {
-		case st := <-states:
-			if st != w {
-				t.Fatalf("state %d: got %v, want %v (in order %v)", i, st, w, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("state %d: none after 10s, want %v", i, w)
-		}
+	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 200 {
+		t.Errorf("connection busy at the cap: %v %v, want 200 (kept)", resp, err)
 	}
 }

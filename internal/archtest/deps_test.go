@@ -50,12 +50,15 @@ var rules = []rule{
 	// so this rule holds for its code only.
 	{pkg: "segment", only: []string{"scramble"},
 		why: "segment and workerlease stay apart; the domain never imports a store or a front end"},
+	{pkg: "frontend", only: []string{}, tests: true,
+		why: "the front-end shape (serve, drain, cut, the connection cap, the stop) imports nothing of ours: every front end imports it"},
 	{pkg: "server/...", never: []string{"resp/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
 	{pkg: "resp/...", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
-	// config takes resp's defaults for its keys (resp_max_pending...), so
-	// that the two cannot differ; it opens nothing and serves nothing.
+	// config takes resp's and frontend's defaults for its keys
+	// (resp_max_pending, max_conns...), so that they cannot differ; it
+	// opens nothing and serves nothing.
 	{pkg: "config", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/...", "client/...", "migrate/..."}, tests: true,
 		why: "the config room validates by the domain's checks; it opens no store and starts no front end"},
 	{pkg: "store/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,

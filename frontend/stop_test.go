@@ -1,4 +1,4 @@
-package main
+package frontend
 
 import (
 	"context"
@@ -41,8 +41,8 @@ func (p *handBackProbe) run(ctx context.Context) error {
 }
 
 // TestStopIsBoundedByShutdownTimeout: with connections that never close and
-// a store that never answers, the stop still ends at shutdown_timeout: HTTP
-// connections are cut at drain + half of the rest, and the lease release
+// a store that never answers, the stop still ends at shutdown_timeout: the
+// front ends' connections are cut at drain + half of the rest, and the lease release
 // and the give-back, run side by side, share the deadline. Before the
 // bound, this stop took drain 5s + HTTP 10s + release 10s + give-back 10s
 // and more (the allocator's wait for its fetches had no deadline).
@@ -52,13 +52,13 @@ func TestStopIsBoundedByShutdownTimeout(t *testing.T) {
 		served := make(chan error, 1)
 		var cutAt time.Duration
 		release, giveBack := &handBackProbe{begun: begun}, &handBackProbe{begun: begun}
-		s := stopper{
-			timeout: 25 * time.Second, drain: 5 * time.Second, served: served,
-			cutConns: func() { cutAt = time.Since(begun); served <- nil },
-			handBack: []func(context.Context) error{release.run, giveBack.run},
-			log:      discard,
+		s := Stop{
+			Timeout: 25 * time.Second, Drain: 5 * time.Second, Served: served,
+			Cut:      func() { cutAt = time.Since(begun); served <- nil },
+			HandBack: []func(context.Context) error{release.run, giveBack.run},
+			Log:      discard,
 		}
-		_, err := s.run(begun)
+		_, err := s.Run(begun)
 		if took, want := time.Since(begun), 25*time.Second; took != want {
 			t.Errorf("stop took %v, want %v", took, want)
 		}
@@ -76,10 +76,10 @@ func TestStopIsBoundedByShutdownTimeout(t *testing.T) {
 	})
 }
 
-// TestStopHandsBackAsSoonAsHTTPIsDown: in the usual case HTTP is down right
-// after the drain; the hand-back starts then, with all the time left, and
-// nothing is cut.
-func TestStopHandsBackAsSoonAsHTTPIsDown(t *testing.T) {
+// TestStopHandsBackAsSoonAsServingIsDown: in the usual case the front ends
+// are down right after the drain; the hand-back starts then, with all the
+// time left, and nothing is cut.
+func TestStopHandsBackAsSoonAsServingIsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		begun := time.Now()
 		served := make(chan error, 1)
@@ -88,13 +88,13 @@ func TestStopHandsBackAsSoonAsHTTPIsDown(t *testing.T) {
 			served <- nil
 		}()
 		p := &handBackProbe{begun: begun, d: 50 * time.Millisecond}
-		s := stopper{
-			timeout: 25 * time.Second, drain: 5 * time.Second, served: served,
-			cutConns: func() { t.Errorf("connections cut at %v, want none cut", time.Since(begun)) },
-			handBack: []func(context.Context) error{p.run},
-			log:      discard,
+		s := Stop{
+			Timeout: 25 * time.Second, Drain: 5 * time.Second, Served: served,
+			Cut:      func() { t.Errorf("connections cut at %v, want none cut", time.Since(begun)) },
+			HandBack: []func(context.Context) error{p.run},
+			Log:      discard,
 		}
-		if _, err := s.run(begun); err != nil {
+		if _, err := s.Run(begun); err != nil {
 			t.Errorf("stop: %v", err)
 		}
 		if took, want := time.Since(begun), 5050*time.Millisecond; took != want {
@@ -106,7 +106,7 @@ func TestStopHandsBackAsSoonAsHTTPIsDown(t *testing.T) {
 	})
 }
 
-// watchRig runs watchStop with a fake exit.
+// watchRig runs watch with a fake exit.
 type watchRig struct {
 	ctx   context.Context
 	sigs  chan os.Signal
@@ -116,7 +116,7 @@ type watchRig struct {
 func startWatch(t *testing.T, timeout time.Duration) (*watchRig, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	r := &watchRig{ctx: ctx, sigs: make(chan os.Signal, 2), exits: make(chan int, 1)}
-	go watchStop(ctx, cancel, r.sigs, timeout, func(code int) { r.exits <- code }, discard)
+	go watch(ctx, cancel, r.sigs, timeout, func(code int) { r.exits <- code }, discard)
 	return r, cancel
 }
 
@@ -137,8 +137,8 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		r, _ := startWatch(t, 25*time.Second)
 		r.sigs <- syscall.SIGTERM
 		synctest.Wait()
-		if cause := context.Cause(r.ctx); !errors.Is(cause, errStopSignal) {
-			t.Fatalf("after SIGTERM: stop cause %v, want errStopSignal", cause)
+		if cause := context.Cause(r.ctx); !errors.Is(cause, ErrStopSignal) {
+			t.Fatalf("after SIGTERM: stop cause %v, want ErrStopSignal", cause)
 		}
 		time.Sleep(3 * time.Second)
 		if code, ok := r.exited(); ok {

@@ -1,4 +1,4 @@
-package main
+package frontend
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -17,6 +16,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// refusal is a front end's answer at the cap, as an HTTP front end words it.
+const refusal = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 4\r\n\r\nfull"
 
 // testConn is a client's keep-alive connection.
 type testConn struct {
@@ -42,18 +44,18 @@ func (c *testConn) send(tb testing.TB, path string) {
 	}
 }
 
-// status reads one answer's status, waiting at most wait.
-func (c *testConn) status(wait time.Duration) (int, error) {
+// status reads one answer's status and body, waiting at most wait.
+func (c *testConn) status(wait time.Duration) (int, string, error) {
 	if err := c.SetReadDeadline(time.Now().Add(wait)); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	resp, err := http.ReadResponse(c.r, nil)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, string(body), err
 }
 
 // closedByServer reports whether the server closed c, reading (and
@@ -64,16 +66,20 @@ func (c *testConn) closedByServer() bool {
 	return err == nil || errors.Is(err, syscall.ECONNRESET) // io.Copy turns EOF into nil
 }
 
-// limitedServer serves on a connLimiter of max connections, wired as main
-// wires it. GET /block?c=N answers once block[N] is closed; anything else
-// at once.
-func limitedServer(t *testing.T, max int, block map[string]chan struct{}) (*connLimiter, string) {
+// limitedServer serves HTTP on a Limiter of max connections, as package
+// server does, its figures on reg. GET /block?c=N answers once block[N] is
+// closed; anything else at once.
+func limitedServer(t *testing.T, max int, block map[string]chan struct{}, reg *prometheus.Registry) (*Limiter, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := limitConns(ln, max)
+	m, err := NewMetrics(reg, "http", "max_conns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := Limit(ln, Cap{Max: max, Refusal: []byte(refusal), Metrics: m})
 	hs := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/block" {
@@ -81,7 +87,7 @@ func limitedServer(t *testing.T, max int, block map[string]chan struct{}) (*conn
 			}
 			_, _ = io.WriteString(w, "ok")
 		}),
-		ConnState: lim.connState,
+		ConnState: func(c net.Conn, st http.ConnState) { SetIdle(c, st == http.StateIdle) },
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(lim) }()
@@ -96,21 +102,27 @@ func limitedServer(t *testing.T, max int, block map[string]chan struct{}) (*conn
 
 // idleOrder is the limiter's idle connections as the clients' local
 // addresses, longest idle first.
-func (l *connLimiter) idleOrder() []string {
+func (l *Limiter) idleOrder() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var idle []*limitedConn
+	var idle []*Conn
 	for c := range l.conns {
 		if c.idleSince.Load() != 0 {
 			idle = append(idle, c)
 		}
 	}
-	slices.SortFunc(idle, func(a, b *limitedConn) int { return cmp.Compare(a.idleSince.Load(), b.idleSince.Load()) })
+	slices.SortFunc(idle, func(a, b *Conn) int { return cmp.Compare(a.idleSince.Load(), b.idleSince.Load()) })
 	out := make([]string, len(idle))
 	for i, c := range idle {
 		out[i] = c.RemoteAddr().String()
 	}
 	return out
+}
+
+// open is the number of connections the limiter holds.
+func (l *Limiter) open() int {
+	n, _ := l.counts()
+	return n
 }
 
 // waitFor polls cond for up to 10s; the bound only limits how long a
@@ -124,27 +136,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestMaxConnsClosesIdleFirst: with max_conns 2 and both connections open,
+// TestMaxConnsClosesIdleFirst: with a cap of 2 and both connections open,
 // a third client is served at once when one of them is idle, the one idle
 // the longest being closed for it; a connection in a request or yet to
-// send its first is never closed, and with none idle the newcomer waits
-// until one goes idle or closes.
+// send its first is never closed, and with none idle the newcomer is
+// answered the refusal and closed, the others kept.
 func TestMaxConnsClosesIdleFirst(t *testing.T) {
 	type op struct {
 		conn int
-		do   string // "get" /, "block" (a request held in the handler), "release" it, "close" the client
+		do   string // "get" /, "block" (a request held in the handler)
 	}
 	tests := []struct {
-		name   string
-		before []op
-		unlock *op // nil: the newcomer is served at once; else it waits until this
-		closed int // the connection the limiter closes for the newcomer; -1 none
+		name    string
+		before  []op
+		refused bool // the newcomer is refused, else served
+		closed  int  // the connection the limiter closes for the newcomer; -1 none
 	}{
-		{"both idle: the longest idle closes", []op{{0, "get"}, {1, "get"}}, nil, 0},
-		{"idle order, not opening order", []op{{0, "get"}, {1, "get"}, {0, "get"}}, nil, 1},
-		{"one in a request: the idle one closes", []op{{0, "block"}, {1, "get"}}, nil, 1},
-		{"none idle: waits until one goes idle", []op{{0, "block"}, {1, "block"}}, &op{1, "release"}, 1},
-		{"one yet to send: waits until one closes", []op{{0, "block"}}, &op{1, "close"}, -1},
+		{"both idle: the longest idle closes", []op{{0, "get"}, {1, "get"}}, false, 0},
+		{"idle order, not opening order", []op{{0, "get"}, {1, "get"}, {0, "get"}}, false, 1},
+		{"one in a request: the idle one closes", []op{{0, "block"}, {1, "get"}}, false, 1},
+		{"none idle: refused", []op{{0, "block"}, {1, "block"}}, true, -1},
+		{"one yet to send: refused", []op{{0, "block"}}, true, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,53 +164,40 @@ func TestMaxConnsClosesIdleFirst(t *testing.T) {
 			var releaseOnce [2]sync.Once
 			release := func(i int) { releaseOnce[i].Do(func() { close(block[fmt.Sprint(i)]) }) }
 			t.Cleanup(func() { release(0); release(1) })
-			lim, addr := limitedServer(t, 2, block)
 			reg := prometheus.NewRegistry()
-			if err := lim.register(reg); err != nil {
-				t.Fatal(err)
-			}
+			lim, addr := limitedServer(t, 2, block, reg)
 			conns := []*testConn{dial(t, addr), dial(t, addr)}
 			waitFor(t, "2 connections open", func() bool { return lim.open() == 2 })
 
 			var idle []string // the model of lim's idle list
 			busy := map[int]bool{}
-			apply := func(o op) {
+			for _, o := range tt.before {
 				c := conns[o.conn]
 				me := c.LocalAddr().String()
 				idle = slices.DeleteFunc(idle, func(a string) bool { return a == me })
 				switch o.do {
 				case "get":
 					c.send(t, "/")
-					if code, err := c.status(10 * time.Second); err != nil || code != 200 {
+					if code, _, err := c.status(10 * time.Second); err != nil || code != 200 {
 						t.Fatalf("GET on connection %d: got %d, %v; want 200", o.conn, code, err)
 					}
 					idle = append(idle, me)
 				case "block":
 					c.send(t, fmt.Sprintf("/block?c=%d", o.conn))
 					busy[o.conn] = true
-				case "release":
-					release(o.conn)
-					busy[o.conn] = false
-				case "close":
-					c.Close()
 				}
-			}
-			for _, o := range tt.before {
-				apply(o)
 				waitFor(t, fmt.Sprintf("idle list %v", idle), func() bool { return slices.Equal(lim.idleOrder(), idle) })
 			}
 
 			newcomer := dial(t, addr)
 			newcomer.send(t, "/")
-			if tt.unlock != nil {
-				// Served, it would answer in microseconds; the wait only
-				// bounds how long the test looks for a bug.
-				if code, err := newcomer.status(300 * time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
-					t.Fatalf("newcomer with no connection idle: got %d, %v; want no answer yet", code, err)
-				}
-				apply(*tt.unlock)
-			}
-			if code, err := newcomer.status(10 * time.Second); err != nil || code != 200 {
+			code, body, err := newcomer.status(10 * time.Second)
+			switch {
+			case tt.refused && (err != nil || code != 503 || body != "full"):
+				t.Fatalf("newcomer with no connection idle: got %d %q, %v; want the refusal", code, body, err)
+			case tt.refused && !newcomer.closedByServer():
+				t.Error("newcomer refused: still open, want it closed")
+			case !tt.refused && (err != nil || code != 200):
 				t.Fatalf("newcomer: got %d, %v; want 200", code, err)
 			}
 
@@ -208,27 +207,30 @@ func TestMaxConnsClosesIdleFirst(t *testing.T) {
 					if !c.closedByServer() {
 						t.Errorf("connection %d: still open, want it closed for the newcomer", i)
 					}
-				case tt.unlock != nil && tt.unlock.conn == i && tt.unlock.do == "close", busy[i]:
-				default: // idle and kept: it serves again
+				case busy[i]: // kept: its request is answered
+					release(i)
+					if code, _, err := c.status(10 * time.Second); err != nil || code != 200 {
+						t.Errorf("connection %d in a request at the cap: got %d, %v; want 200 (kept open)", i, code, err)
+					}
+				default: // idle, or yet to send, and kept: it serves
 					c.send(t, "/")
-					if code, err := c.status(10 * time.Second); err != nil || code != 200 {
+					if code, _, err := c.status(10 * time.Second); err != nil || code != 200 {
 						t.Errorf("connection %d after the newcomer: got %d, %v; want 200 (kept open)", i, code, err)
 					}
 				}
 			}
-			closed, open := 0.0, 3.0 // the newcomer's, kept open
-			if tt.closed >= 0 {
-				closed, open = 1, 2
+			want := map[string]float64{
+				"idalloc_http_idle_connections_closed_total": 0, "idalloc_http_connections_refused_total": 0,
+				"idalloc_http_connections": 2,
 			}
-			if tt.unlock != nil && tt.unlock.do == "close" {
-				open--
+			if tt.refused {
+				want["idalloc_http_connections_refused_total"] = 1
+			} else {
+				want["idalloc_http_idle_connections_closed_total"] = 1
 			}
-			if got := gathered(t, reg, "idalloc_http_idle_connections_closed_total"); got != closed {
-				t.Errorf("idalloc_http_idle_connections_closed_total: got %v, want %v", got, closed)
+			for name, v := range want {
+				waitFor(t, fmt.Sprintf("%s %v", name, v), func() bool { return gathered(t, reg, name) == v })
 			}
-			waitFor(t, fmt.Sprintf("idalloc_http_connections %v", open), func() bool {
-				return gathered(t, reg, "idalloc_http_connections") == open
-			})
 		})
 	}
 }
@@ -252,15 +254,15 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // TestLongestIdle: at the cap the connection to close is the one that
 // went idle first, whatever order they opened in, and never one that is
-// new, in a request or closed.
+// new, busy or closed.
 func TestLongestIdle(t *testing.T) {
 	tests := []struct {
 		name string
-		ops  string // i = goes idle, a = goes active, c = closes, then the connection
+		ops  string // i = goes idle, a = goes busy, c = closes, then the connection
 		want string // "" for none
 	}{
 		{"first idle", "ia ib ic", "a"},
-		{"active again", "ia ib ic aa", "b"},
+		{"busy again", "ia ib ic aa", "b"},
 		{"idle again goes to the back", "ia ib aa ia", "b"},
 		{"closed", "ia ib ca", "b"},
 		{"none idle", "ia ib aa ab", ""},
@@ -268,11 +270,11 @@ func TestLongestIdle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := limitConns(nil, 10)
-			name := map[*limitedConn]string{}
-			conn := map[byte]*limitedConn{}
+			l := Limit(nil, Cap{Max: 10})
+			name := map[*Conn]string{}
+			conn := map[byte]*Conn{}
 			for _, n := range []byte("abc") {
-				c := &limitedConn{Conn: nopConn{}, l: l}
+				c := &Conn{Conn: nopConn{}, l: l}
 				conn[n], name[c] = c, string(n)
 				l.conns[c] = struct{}{}
 			}
@@ -280,9 +282,9 @@ func TestLongestIdle(t *testing.T) {
 				c := conn[tt.ops[i+1]]
 				switch tt.ops[i] {
 				case 'i':
-					l.connState(c, http.StateIdle)
+					SetIdle(c, true)
 				case 'a':
-					l.connState(c, http.StateActive)
+					SetIdle(c, false)
 				case 'c':
 					_ = c.Close()
 				}
@@ -301,58 +303,16 @@ type nopConn struct{ net.Conn }
 
 func (nopConn) Close() error { return nil }
 
-// TestConnLimiterCloseAll: closeAll cuts every open connection and frees
-// its slot; Close releases an Accept waiting for room, closing the
-// connection it held.
-func TestConnLimiterCloseAll(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lim := limitConns(ln, 1)
-	defer lim.Close()
-	addr := ln.Addr().String()
-	client := dial(t, addr)
-	if _, err := lim.Accept(); err != nil {
-		t.Fatal(err)
-	}
-	lim.closeAll()
-	if got := lim.open(); got != 0 {
-		t.Fatalf("open connections after closeAll: got %d, want 0", got)
-	}
-	if !client.closedByServer() {
-		t.Error("client after closeAll: still open, want closed")
-	}
-	// The slot is free again: a second connection is accepted.
-	dial(t, addr)
-	c2, err := lim.Accept()
-	if err != nil {
-		t.Fatalf("Accept after closeAll freed the slot: %v", err)
-	}
-	// At the cap, with no idle connection (no http.Server reports states
-	// here): an Accept holds the third connection and waits; Close
-	// releases it and closes that connection.
-	third := dial(t, addr)
-	accepted := make(chan error, 1)
-	go func() {
-		_, err := lim.Accept()
-		accepted <- err
-	}()
-	select {
-	case err := <-accepted:
-		t.Fatalf("Accept at the cap with nothing idle: got %v, want it to wait", err)
-	case <-time.After(100 * time.Millisecond):
-	}
-	lim.Close()
-	if err := <-accepted; !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Accept waiting at the cap, then Close: got %v, want net.ErrClosed", err)
-	}
-	if !third.closedByServer() {
-		t.Error("the connection held by the released Accept: still open, want closed")
-	}
-	c2.Close()
-	c2.Close() // a second Close must not free a second slot
-	if got := lim.open(); got != 0 {
-		t.Errorf("open connections after closing twice: got %d, want 0", got)
-	}
+// BenchmarkSetIdle is what the cap costs each HTTP request: net/http's
+// ConnState hook marks the connection busy, then idle again.
+func BenchmarkSetIdle(b *testing.B) {
+	l := Limit(nil, Cap{Max: 10})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		c := &Conn{Conn: nopConn{}, l: l}
+		for pb.Next() {
+			SetIdle(c, false)
+			SetIdle(c, true)
+		}
+	})
 }
