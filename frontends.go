@@ -23,6 +23,7 @@ type parts struct {
 	leases  *workerlease.Service
 	keeper  *workerlease.Keeper
 	source  *leased.Source
+	layouts leased.LayoutRecorder // where the lease store records layouts
 	metrics *server.Metrics
 	reg     *prometheus.Registry
 	log     *slog.Logger

@@ -18,12 +18,6 @@ import (
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/migrate/cmd"
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/server"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/snowflake/leased"
-	"github.com/idalloc/idalloc/store"
-	"github.com/idalloc/idalloc/workerlease"
 )
 
 // gcPercent replaces Go's default GOGC of 100 unless GOGC is set. idalloc's
@@ -58,49 +52,6 @@ func migrateMain(args []string) error { return cmd.Migrate(args, os.Stdout, os.S
 
 func advanceMain(args []string) error {
 	return cmd.Advance(args, os.Stdout, os.Stderr, os.Getenv, advanceLeases)
-}
-
-// dataStore is what a store driver provides to main.
-type dataStore interface {
-	segment.Store
-	workerlease.Store
-	leased.LayoutRecorder
-	ObserveConflicts(func(op string))
-	Close() error
-}
-
-// notWaiting is added to the error of a database that does not answer at
-// start. idalloc does not wait for it: the start fails at once (within the
-// store's 3 s dial timeout) and the exit status lets a supervisor start it
-// again (compose's restart: unless-stopped, systemd's Restart=on-failure,
-// Kubernetes), rather than an instance sit unready for a wait of its own.
-const notWaiting = "idalloc does not wait for the database at start: start it first, or let a supervisor restart idalloc"
-
-// startStore opens the configured store once, logging what -init-schema
-// changed. The error names the database's host and name (the store's
-// errors never carry the password) and says what to do (see
-// store.OpenError): for refused credentials, fix the dsn (named by where
-// it came from); for missing or outdated tables, the statement or flag
-// that fixes them (the store says it); for a database that does not
-// answer, that it was not retried. Only the last is one a restart may
-// cure.
-func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (dataStore, error) {
-	changed := false
-	st, err := store.Open(ctx, cfg.Driver, cfg.DSN, store.Options{InitSchema: initSchema, Report: func(change string) {
-		changed = true
-		log.Info("init-schema: "+change, "driver", cfg.Driver)
-	}})
-	switch {
-	case err == nil:
-		if initSchema && cfg.Driver != "sqlite" && !changed {
-			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
-		}
-		return st, nil
-	case cfg.Driver != "sqlite" && ctx.Err() == nil && !errors.Is(err, store.ErrAccessDenied) &&
-		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
-		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
-	}
-	return nil, store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
 }
 
 func run(args []string) error {
@@ -140,75 +91,29 @@ func run(args []string) error {
 		return err
 	}
 	defer lns.Close() // if the start fails before they are served
-
-	st, err := startStore(ctx, cfg, flags.InitSchema, log)
+	p, closeParts, err := buildParts(ctx, cfg, flags.InitSchema, log)
+	defer closeParts()
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	reg, err := newRegistry(st, cfg.Driver) // buildinfo.go
-	if err != nil {
-		return err
-	}
-	metrics, err := server.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
-	st.ObserveConflicts(metrics.StoreConflict)
-
-	alloc, err := segment.New(ctx, st, segment.Config{
-		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: metrics, Logger: log,
-	})
-	if err != nil {
-		return fmt.Errorf("load tags: %w", err)
-	}
-
-	leaseStore, closeLeaseStore, err := openLeaseStore(st, cfg.Lease)
-	if err != nil {
-		return err
-	}
-	defer closeLeaseStore()
-	leaseStore.warnPersistence(ctx, log)
-	leases, keeper, source, err := snowflakeParts(leaseStore, cfg, log, metrics)
-	if err != nil {
-		return err
-	}
-	fronts, srv, err := frontEnds(cfg, lns, parts{alloc, st, leases, keeper, source, metrics, reg, log})
+	fronts, srv, err := frontEnds(cfg, lns, p)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	stopLayoutCheck := func() {}
-	if keeper != nil {
-		layoutErr := func(err error) error {
-			return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
-		}
-		gate := leased.LayoutGate{Layouts: leaseStore.layout, Cluster: cfg.Snowflake.Cluster,
-			Layout: source.Layout(), Logger: log}
-		stopLayoutCheck, err = gate.Open(ctx,
-			// Not ctx: the lease must stay renewed while the server drains.
-			func() { keeper.Start(context.Background()) },
-			func(err error) {
-				log.Error("snowflake layout differs from the cluster's: stopping", "err", err)
-				cancel(layoutErr(err))
-			})
-		if errors.Is(err, snowflake.ErrLayoutMismatch) {
-			return layoutErr(err)
-		}
-		if err != nil {
-			return err // stopped during the first attempt
-		}
+	stopGate, err := gateSnowflake(ctx, cancel, cfg, p)
+	if err != nil {
+		return err
 	}
 	logServing(log, cfg, lns)
 	serving := frontend.Serve(ctx, cfg.Durations.ShutdownDrain, cancel, fronts...)
 
 	<-ctx.Done()
 	begun := time.Now()
-	stopLayoutCheck()
+	stopGate()
 	_, err = frontend.Stop{
 		Timeout: cfg.Durations.ShutdownTimeout, Drain: cfg.Durations.ShutdownDrain,
-		Served: serving.Done(), Cut: serving.Cut, HandBack: handBack(alloc, keeper, source), Log: log,
+		Served: serving.Done(), Cut: serving.Cut, HandBack: handBack(p.alloc, p.keeper, p.source), Log: log,
 	}.Run(begun)
 	if err != nil {
 		log.Error("shutdown", "err", err)

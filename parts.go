@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/server"
+	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/workerlease"
+)
+
+// dataStore is what a store driver provides to main.
+type dataStore interface {
+	segment.Store
+	workerlease.Store
+	leased.LayoutRecorder
+	ObserveConflicts(func(op string))
+	Close() error
+}
+
+// notWaiting is added to the error of a database that does not answer at
+// start. idalloc does not wait for it: the start fails at once (within the
+// store's 3 s dial timeout) and the exit status lets a supervisor start it
+// again (compose's restart: unless-stopped, systemd's Restart=on-failure,
+// Kubernetes), rather than an instance sit unready for a wait of its own.
+const notWaiting = "idalloc does not wait for the database at start: start it first, or let a supervisor restart idalloc"
+
+// startStore opens the configured store once, logging what -init-schema
+// changed. The error names the database's host and name (the store's
+// errors never carry the password) and says what to do (see
+// store.OpenError): for refused credentials, fix the dsn (named by where
+// it came from); for missing or outdated tables, the statement or flag
+// that fixes them (the store says it); for a database that does not
+// answer, that it was not retried. Only the last is one a restart may
+// cure.
+func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (dataStore, error) {
+	changed := false
+	st, err := store.Open(ctx, cfg.Driver, cfg.DSN, store.Options{InitSchema: initSchema, Report: func(change string) {
+		changed = true
+		log.Info("init-schema: "+change, "driver", cfg.Driver)
+	}})
+	switch {
+	case err == nil:
+		if initSchema && cfg.Driver != "sqlite" && !changed {
+			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
+		}
+		return st, nil
+	case cfg.Driver != "sqlite" && ctx.Err() == nil && !errors.Is(err, store.ErrAccessDenied) &&
+		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
+		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
+	}
+	return nil, store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
+}
+
+// buildParts opens the stores and builds what the front ends serve: the
+// metrics, the segment allocator and, in snowflake mode, the lease keeper
+// and snowflake source. closeAll closes the stores it opened, last first;
+// it is set even when err is not nil. The allocator is closed by the stop's
+// hand-back, not here: its Close gives unused IDs back.
+func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (p parts, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	st, err := startStore(ctx, cfg, initSchema, log)
+	if err != nil {
+		return p, closeAll, err
+	}
+	closers = append(closers, func() { _ = st.Close() })
+	p = parts{store: st, log: log}
+	if p.reg, err = newRegistry(st, cfg.Driver); err != nil { // buildinfo.go
+		return p, closeAll, err
+	}
+	if p.metrics, err = server.NewMetrics(p.reg); err != nil {
+		return p, closeAll, err
+	}
+	st.ObserveConflicts(p.metrics.StoreConflict)
+	p.alloc, err = segment.New(ctx, st, segment.Config{
+		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: p.metrics, Logger: log,
+	})
+	if err != nil {
+		return p, closeAll, fmt.Errorf("load tags: %w", err)
+	}
+	ls, closeLeaseStore, err := openLeaseStore(st, cfg.Lease)
+	if err != nil {
+		return p, closeAll, err
+	}
+	closers = append(closers, closeLeaseStore)
+	ls.warnPersistence(ctx, log)
+	p.layouts = ls.layout
+	p.leases, p.keeper, p.source, err = snowflakeParts(ls, cfg, log, p.metrics)
+	return p, closeAll, err
+}
+
+// gateSnowflake starts the keeper once the cluster's snowflake layout has
+// been checked (leased.LayoutGate), at once or in the background; a
+// mismatch stops the start, or, found later, the instance through cancel.
+// It returns the gate's stop, to call before the stores close; with
+// snowflake mode off, a no-op.
+func gateSnowflake(ctx context.Context, cancel context.CancelCauseFunc, cfg config.Settings, p parts) (func(), error) {
+	if p.keeper == nil {
+		return func() {}, nil
+	}
+	layoutErr := func(err error) error {
+		return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
+	}
+	gate := leased.LayoutGate{Layouts: p.layouts, Cluster: cfg.Snowflake.Cluster, Layout: p.source.Layout(), Logger: p.log}
+	stop, err := gate.Open(ctx,
+		// Not ctx: the lease must stay renewed while the server drains.
+		func() { p.keeper.Start(context.Background()) },
+		func(err error) {
+			p.log.Error("snowflake layout differs from the cluster's: stopping", "err", err)
+			cancel(layoutErr(err))
+		})
+	if errors.Is(err, snowflake.ErrLayoutMismatch) {
+		return nil, layoutErr(err)
+	}
+	return stop, err // err: stopped during the first attempt
+}
