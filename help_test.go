@@ -144,3 +144,19 @@ func quoteOr(s, otherwise string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// TestREADMEShowsTheHelp: the README shows `idalloc -help` as it is, so
+// the two cannot drift apart.
+func TestREADMEShowsTheHelp(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := config.ParseServe([]string{"-help"}, &out, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("ParseServe(-help): got %v, want flag.ErrHelp", err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "$ idalloc -help\n" + out.String(); !strings.Contains(string(readme), want) {
+		t.Errorf("README.md does not show idalloc -help as it prints today; paste this after its paragraph on -help:\n%s", want)
+	}
+}
