@@ -44,6 +44,9 @@ type Fetched struct {
 	MaxID int64 // max_id after the update
 	Size  int64 // how much the update added: the range is (MaxID-Size, MaxID]
 	Step  int64 // the row's configured step (the adaptive step's floor)
+	// Now is the store's clock at the fetch, read in the same round trip;
+	// set by PeriodStore.FetchPeriod, zero from Fetch.
+	Now time.Time
 }
 
 // MaxDescription is the width of segments.description: the store and the
@@ -78,4 +81,9 @@ type Tag struct {
 	// scrambling. Allocator.Tags never carries it; json:"-" keeps it out
 	// of any Tag marshalled by mistake.
 	FormatKey []byte `json:"-"`
+	// FormatSpec is a dated tag's settings beyond Length and Start
+	// (period, time zone, prefix, separator), encoded by package
+	// segment/dated; empty for the other formats. The store keeps and
+	// returns it as given, unread.
+	FormatSpec string
 }
