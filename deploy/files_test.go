@@ -226,3 +226,19 @@ func TestComposeFile(t *testing.T) {
 		t.Error("docker-compose.yml has a top-level version: key; the Compose Specification has none")
 	}
 }
+
+// TestEnvExample: .env.example, copied to .env, names every secret compose
+// requires and chooses a profile, so that `docker compose up` starts a
+// whole stack.
+func TestEnvExample(t *testing.T) {
+	example := readFile(t, ".env.example")
+	for _, name := range composeSecrets {
+		if !regexp.MustCompile(`(?m)^` + name + `=$`).MatchString(example) {
+			t.Errorf(".env.example lacks the line %s= (compose requires it)", name)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^COMPOSE_PROFILES=(\S+)$`).FindStringSubmatch(example)
+	if m == nil || (m[1] != "mysql" && m[1] != "postgres") {
+		t.Errorf(".env.example does not choose a profile (COMPOSE_PROFILES=mysql or postgres); found %v", m)
+	}
+}

@@ -89,7 +89,7 @@ func privateHosts(hosts string) (string, bool) {
 
 func TestComposeConfig(t *testing.T) {
 	compose := tool(t, "docker-compose")
-	env := withoutEnv(os.Environ(), composeSecrets...)
+	env := withoutEnv(os.Environ(), append([]string{"COMPOSE_PROFILES"}, composeSecrets...)...)
 	// Project directory = deploy/, so a developer's deploy/.env would leak
 	// into the check; point compose at an empty one instead.
 	emptyEnv := filepath.Join(t.TempDir(), "empty.env")
@@ -105,23 +105,116 @@ func TestComposeConfig(t *testing.T) {
 		if strings.Contains(out, "change-me") {
 			t.Errorf("a placeholder survives with every secret set in the environment:\n%s", out)
 		}
-		// The database user's password and both instances' DSNs must be
-		// one and the same variable.
-		if n := strings.Count(out, "pw-from-env-1"); n != 3 {
-			t.Errorf("MYSQL_PASSWORD appears %d times, want 3 (mysql, idalloc1 DSN, idalloc2 DSN):\n%s", n, out)
+		// Each database user's password and both of its instances' DSNs
+		// (PGPASSWORD on PostgreSQL) must be one and the same variable.
+		for _, c := range []struct{ name, value, where string }{
+			{"MYSQL_PASSWORD", "pw-from-env-1", "mysql, idalloc1 DSN, idalloc2 DSN"},
+			{"POSTGRES_PASSWORD", "pw-from-env-2", "postgres, idalloc1-pg and idalloc2-pg PGPASSWORD"},
+		} {
+			if n := strings.Count(out, c.value); n != 3 {
+				t.Errorf("%s appears %d times, want 3 (%s):\n%s", c.name, n, c.where, out)
+			}
 		}
-		for _, s := range secrets[1:] {
+		for _, s := range secrets[2:] {
 			v := s[strings.IndexByte(s, '=')+1:]
 			if !strings.Contains(out, v) {
 				t.Errorf("%s does not reach the rendered config", s)
 			}
 		}
-		// One build, one image for every instance.
-		if n := strings.Count(out, "image: idalloc:local"); n != 2 {
-			t.Errorf("image idalloc:local is used by %d services, want 2 (idalloc1, idalloc2):\n%s", n, out)
+	})
+
+	// The database is chosen by a profile: each is a whole stack of its
+	// own, as compose starts it (a service without a profile, or with that
+	// one), and with none chosen nothing starts.
+	t.Run("each profile is one database and the stack on it", func(t *testing.T) {
+		services := composeServices(t, run(t, 60*time.Second, ".", append(env, secrets...), nil, compose, args...))
+		if on := enabledServices(services, ""); len(on) > 0 {
+			t.Errorf("with no profile chosen, compose would start %v without a database: put them in profiles", names(on))
 		}
-		if n := regexp.MustCompile(`(?m)^    build:`).FindAllStringIndex(out, -1); len(n) != 1 {
-			t.Errorf("%d services have a build, want 1 (idalloc1 builds idalloc:local for all):\n%s", len(n), out)
+		for _, c := range []struct{ profile, db, image, schema, dsnHost string }{
+			{"mysql", "mysql", "mysql:", "/schema.sql:/docker-entrypoint-initdb.d/", "tcp(mysql:3306)"},
+			{"postgres", "postgres", "postgres:", "/schema_postgres.sql:/docker-entrypoint-initdb.d/", "@postgres:5432/"},
+		} {
+			t.Run(c.profile, func(t *testing.T) {
+				on := enabledServices(services, c.profile)
+				t.Logf("--profile %s starts %v", c.profile, names(on))
+				byName := map[string]composeService{}
+				for _, s := range on {
+					byName[s.name] = s
+				}
+				// compose refuses a dependency its profiles leave out.
+				for _, s := range on {
+					for _, d := range s.dependsOn {
+						if _, ok := byName[d]; !ok {
+							t.Errorf("%s depends on %s, which --profile %s does not start", s.name, d, c.profile)
+						}
+					}
+				}
+				var dbs []string
+				for _, s := range on {
+					if strings.HasPrefix(s.image, "mysql:") || strings.HasPrefix(s.image, "postgres:") {
+						dbs = append(dbs, s.name)
+					}
+				}
+				db, ok := byName[c.db]
+				if len(dbs) != 1 || !ok || !strings.HasPrefix(db.image, c.image) {
+					t.Fatalf("--profile %s starts the databases %v, want %s alone (image %s…)", c.profile, dbs, c.db, c.image)
+				}
+				if !strings.Contains(db.block, c.schema) {
+					t.Errorf("%s does not mount the schema (%s…)", c.db, c.schema)
+				}
+				if !regexp.MustCompile(`SELECT\s+1\s+FROM\s+segments`).MatchString(db.block) { // YAML may fold the line
+					t.Errorf("%s's healthcheck does not query segments: instances could start before the schema", c.db)
+				}
+				// Two instances of one image, built once, on this database,
+				// answering to the names nginx.conf and prometheus.yml use.
+				var instances, builds []string
+				answers := map[string]bool{}
+				for _, s := range on {
+					if s.image != "idalloc:local" {
+						continue
+					}
+					instances = append(instances, s.name)
+					if s.build {
+						builds = append(builds, s.name)
+					}
+					answers[s.name] = true
+					for _, a := range s.aliases {
+						answers[a] = true
+					}
+					if got := s.env["IDALLOC_DRIVER"]; got != c.profile {
+						t.Errorf("%s: IDALLOC_DRIVER %q, want %q", s.name, got, c.profile)
+					}
+					if dsn := s.env["IDALLOC_DSN"]; !strings.Contains(dsn, c.dsnHost) {
+						t.Errorf("%s: IDALLOC_DSN %q does not name %s", s.name, dsn, c.dsnHost)
+					}
+					if !slices.Contains(s.dependsOn, c.db) || !strings.Contains(s.block, "condition: service_healthy") {
+						t.Errorf("%s does not wait for %s to be healthy", s.name, c.db)
+					}
+				}
+				if len(instances) != 2 || len(builds) != 1 {
+					t.Errorf("--profile %s: instances on idalloc:local %v, built by %v; want 2, built by one", c.profile, instances, builds)
+				}
+				for _, n := range []string{"idalloc1", "idalloc2"} {
+					if !answers[n] {
+						t.Errorf("--profile %s: no instance answers to %s (nginx.conf, prometheus.yml)", c.profile, n)
+					}
+				}
+				var front []string
+				for _, s := range on {
+					if strings.HasPrefix(s.image, "nginx:") && regexp.MustCompile(`published: "?8880"?`).MatchString(s.block) {
+						front = append(front, s.name)
+					}
+				}
+				if len(front) != 1 {
+					t.Errorf("--profile %s: nginx publishing 8880: %v, want one", c.profile, front)
+				}
+				for _, n := range []string{"prometheus", "grafana"} {
+					if _, ok := byName[n]; !ok {
+						t.Errorf("--profile %s does not start %s", c.profile, n)
+					}
+				}
+			})
 		}
 	})
 
@@ -145,6 +238,101 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
-// composeSecrets are the variables docker-compose.yml requires; MYSQL_PASSWORD
-// first, whose uses the test counts.
-var composeSecrets = []string{"MYSQL_PASSWORD", "MYSQL_ROOT_PASSWORD", "IDALLOC_ADMIN_TOKEN", "GRAFANA_ADMIN_PASSWORD"}
+// composeSecrets are the variables docker-compose.yml requires, whichever
+// profile runs (compose interpolates every service); MYSQL_PASSWORD and
+// POSTGRES_PASSWORD first, whose uses the test counts.
+var composeSecrets = []string{"MYSQL_PASSWORD", "POSTGRES_PASSWORD", "MYSQL_ROOT_PASSWORD", "IDALLOC_ADMIN_TOKEN", "GRAFANA_ADMIN_PASSWORD"}
+
+// composeService is what the profile checks read of one service in
+// docker-compose config's output (compose v1 and v2 alike: services two
+// spaces in, their keys four).
+type composeService struct {
+	name      string
+	block     string // the service's lines as rendered
+	profiles  []string
+	dependsOn []string
+	env       map[string]string
+	image     string
+	build     bool
+	aliases   []string
+}
+
+func composeServices(t *testing.T, out string) []composeService {
+	t.Helper()
+	_, body, ok := strings.Cut(out, "\nservices:\n")
+	if !ok && strings.HasPrefix(out, "services:\n") {
+		body, ok = strings.CutPrefix(out, "services:\n")
+	}
+	if !ok {
+		t.Fatalf("docker-compose config printed no services:\n%s", out)
+	}
+	if end := regexp.MustCompile(`(?m)^\S`).FindStringIndex(body); end != nil {
+		body = body[:end[0]]
+	}
+	var services []composeService
+	serviceRe := regexp.MustCompile(`^  ([A-Za-z0-9._-]+):$`)
+	keyRe := regexp.MustCompile(`^    ([a-z_]+):\s*(.*)$`)
+	itemRe := regexp.MustCompile(`^\s*- (.+)$`)
+	subKeyRe := regexp.MustCompile(`^      ([A-Za-z0-9._-]+):\s*(.*)$`)
+	var s *composeService
+	key, inAliases := "", false
+	for _, line := range strings.Split(body, "\n") {
+		if m := serviceRe.FindStringSubmatch(line); m != nil {
+			services = append(services, composeService{name: m[1], env: map[string]string{}})
+			s, key = &services[len(services)-1], ""
+			continue
+		}
+		if s == nil || strings.TrimSpace(line) == "" {
+			continue
+		}
+		s.block += line + "\n"
+		if m := keyRe.FindStringSubmatch(line); m != nil {
+			key, inAliases = m[1], false
+			switch key {
+			case "image":
+				s.image = strings.Trim(m[2], `"'`)
+			case "build":
+				s.build = true
+			}
+			continue
+		}
+		item := itemRe.FindStringSubmatch(line)
+		sub := subKeyRe.FindStringSubmatch(line)
+		switch {
+		case key == "profiles" && item != nil:
+			s.profiles = append(s.profiles, strings.Trim(item[1], `"'`))
+		case key == "depends_on" && sub != nil:
+			s.dependsOn = append(s.dependsOn, sub[1])
+		case key == "environment" && sub != nil:
+			s.env[sub[1]] = strings.Trim(sub[2], `"'`)
+		case key == "networks" && strings.TrimSpace(line) == "aliases:":
+			inAliases = true
+		case key == "networks" && inAliases && item != nil:
+			s.aliases = append(s.aliases, strings.Trim(item[1], `"'`))
+		}
+	}
+	if len(services) == 0 {
+		t.Fatalf("no services found in docker-compose config's output:\n%s", out)
+	}
+	return services
+}
+
+// enabledServices are the services compose starts with profile active
+// ("": none): those without profiles, and those listing it.
+func enabledServices(services []composeService, profile string) []composeService {
+	var on []composeService
+	for _, s := range services {
+		if len(s.profiles) == 0 || (profile != "" && slices.Contains(s.profiles, profile)) {
+			on = append(on, s)
+		}
+	}
+	return on
+}
+
+func names(services []composeService) []string {
+	var n []string
+	for _, s := range services {
+		n = append(n, s.name)
+	}
+	return n
+}
