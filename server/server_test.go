@@ -161,6 +161,10 @@ func TestServeCapsConnections(t *testing.T) {
 	if resp := get(idle, idleR); resp.StatusCode != 200 {
 		t.Fatalf("first client: %d, want 200", resp.StatusCode)
 	}
+	// net/http marks the connection idle after writing the answer, which
+	// the client may read first: wait for the mark, as a client arriving
+	// a moment later would find it.
+	waitGauge(t, rg, "idalloc_http_idle_connections", 1)
 	busy, busyR := dial()
 	if _, err := idleR.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Errorf("idle connection at the cap: read %v, want EOF (closed for the new client)", err)
@@ -190,5 +194,27 @@ func TestServeCapsConnections(t *testing.T) {
 	}
 	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 200 {
 		t.Errorf("connection busy at the cap: %v %v, want 200 (kept)", resp, err)
+	}
+}
+
+// waitGauge waits up to 10 s until the gauge name on rg's registry reads
+// want.
+func waitGauge(t *testing.T, rg *rig, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		families, err := rg.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == name && len(f.GetMetric()) == 1 && f.GetMetric()[0].GetGauge().GetValue() == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not reach %v within 10 s", name, want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
