@@ -32,6 +32,7 @@
 #   PERF_RESP_N=1000000  requests per pipelined redis-benchmark run
 #   PERF_OLD=REV         also idalloc built at git revision REV, measured beside
 #                        this tree's (/alloc, RESP, Go client): perf_old.sh
+#   PERF_ENGINES=1       also the three stores side by side: perf_engines.sh
 set -euo pipefail
 
 ROUNDS=${PERF_ROUNDS:-6}
@@ -59,6 +60,8 @@ done
 source "$root/scripts/perf_resp.sh"
 # shellcheck source=scripts/perf_old.sh
 source "$root/scripts/perf_old.sh"
+# shellcheck source=scripts/perf_engines.sh
+source "$root/scripts/perf_engines.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/idalloc-perf.XXXXXX")
 pids=() # servers (or their timeout wrappers) this script started
@@ -76,6 +79,7 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
+	engines_cleanup # the servers on its databases stopped above
 	if [[ ${PERF_KEEP:-} == 1 ]]; then
 		say "kept $tmp"
 	else
@@ -168,13 +172,14 @@ wait_addr() {
 	echo "$addr"
 }
 
-start_idalloc() { # name config [binary] -> sets ${name}_addr and ${name}_pid
+start_idalloc() { # name config [binary [flag...]] -> sets ${name}_addr and ${name}_pid
 	local name=$1 cfg=$2 bin=${3:-$tmp/idalloc} pid addr spid
+	shift $(($# < 3 ? $# : 3))
 	if [[ $driver == mysql ]]; then
 		IDALLOC_DRIVER=mysql IDALLOC_DSN=$IDALLOC_PERF_DSN \
 			"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" "${extra[@]}" 2>"$tmp/$name.log" &
 	else
-		"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" 2>"$tmp/$name.log" &
+		"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" "$@" 2>"$tmp/$name.log" &
 	fi
 	pid=$!
 	pids+=("$pid")
@@ -212,6 +217,7 @@ tag100a=perf_s${SMALL}a_$runid
 create_tag "$main_addr" "$tag1m" 1000000
 create_tag "$s100_addr" "$tag100" "$SMALL"
 create_tag "$main_addr" "$tag100a" "$SMALL"
+engines_start
 
 # ---------------------------------------------------------------- load runs
 clk=$(getconf CLK_TCK)
@@ -291,6 +297,7 @@ for round in $(seq "$ROUNDS"); do
 	measure flakebatch "$main_pid" "$main_addr" "$round" -mode snowflake -count 1000
 	resp_round "$round"
 	old_round "$round"
+	engines_round "$round"
 done
 
 # metric ADDR SERIES: the value of one idalloc_segment_* series (name{labels}), 0 when absent.
@@ -387,7 +394,7 @@ At $(int "$(med step100 1)") req/s a $(int "$SMALL")-ID segment lasts $(awk -v r
 10% of the current one is used, so only a fetch slower than the remaining 90% makes requests wait.
 p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)") with the step pinned,
 $(ratio "$(med step100a 5)" "$(med step1m 5)") with the adaptive step. $fetch_note
-$(resp_table)$(old_table)
+$(resp_table)$(old_table)$(engines_table)
 
 In-process, \`go test -run XXX -bench 'Next|AtomicAdd' ./segment/ ./snowflake/\` (GOMAXPROCS $ncpu, not pinned):
 

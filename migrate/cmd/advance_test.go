@@ -103,18 +103,20 @@ func TestAdvanceHelp(t *testing.T) {
 	}
 }
 
-// TestAdvanceCommand runs the command on a SQLite file as an operator
-// does, with the server's config: what it prints, what it moves, and that
-// a refused run moves nothing.
+// TestAdvanceCommand runs the command on each engine as an operator does,
+// with the server's config: what it prints, what it moves, and that a
+// refused run moves nothing.
 func TestAdvanceCommand(t *testing.T) {
-	ctx := context.Background()
-	dsn := t.TempDir() + "/idalloc.db"
-	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q}`, dsn))
-	st, err := store.OpenSQLite(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) { testAdvanceCommand(t, d) })
 	}
-	defer st.Close()
+}
+
+func testAdvanceCommand(t *testing.T, d storetest.Driver) {
+	ctx := context.Background()
+	db := d.NewDB(t)
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": %q, "dsn": %q}`, db.Driver, db.DSN))
+	st := db.Open(t)
 	if err := st.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 100, Start: 1201}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestAdvanceCommand(t *testing.T) {
 	if got, want := maxIDs(), "order=5001200 test_business=5000000"; got != want {
 		t.Errorf("after advance -by 5000000: %s, want %s", got, want)
 	}
-	history, err := st.LeaseTimestamps(ctx)
+	history, err := st.(historySource).LeaseTimestamps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

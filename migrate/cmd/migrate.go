@@ -26,8 +26,8 @@ import (
 )
 
 // migrateUsage heads the flag list of `idalloc migrate -h`.
-const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|leaf] [-from-dsn DSN]
-                       [-to-driver mysql|sqlite] -to-dsn DSN [-init-schema] [-force]
+const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres|leaf] [-from-dsn DSN]
+                       [-to-driver mysql|postgres|sqlite] -to-dsn DSN [-init-schema] [-force]
 
 Carries every tag from one store to another so that no ID repeats after the
 move: on the target, a tag's max_id is raised to at least the source's (never
@@ -40,13 +40,16 @@ lease not yet expired by the database's clock), unless -force.
 
 The source is opened read-only and never written, so a file or database this
 user may only read will do:
-  sqlite  an idalloc SQLite file, opened with mode=ro.
-  mysql   an idalloc MySQL/MariaDB database (segments, worker_leases,
-          worker_layouts), read in READ ONLY sessions.
-  leaf    a Meituan Leaf database on MySQL: its leaf_alloc table. Each
-          biz_tag becomes a tag with Leaf's max_id, step and description;
-          Leaf hands out IDs below max_id, so idalloc continues above every
-          ID Leaf issued. Stop Leaf's servers first.
+  sqlite    an idalloc SQLite file, opened with mode=ro.
+  mysql     an idalloc MySQL/MariaDB database (segments, worker_leases,
+            worker_layouts), read in READ ONLY sessions.
+  postgres  an idalloc PostgreSQL database (its tables in the first schema
+            of the search_path), read in sessions with
+            default_transaction_read_only on.
+  leaf      a Meituan Leaf database on MySQL: its leaf_alloc table. Each
+            biz_tag becomes a tag with Leaf's max_id, step and description;
+            Leaf hands out IDs below max_id, so idalloc continues above
+            every ID Leaf issued. Stop Leaf's servers first.
 
 A tag idalloc cannot take (a name outside ^[A-Za-z0-9_.:-]{1,64}$, a step
 below 1, a max_id out of range) is not migrated: each is listed with the
@@ -54,12 +57,14 @@ reason, every other tag is migrated, and the command exits with status 1.
 Create such a tag under a name idalloc accepts, with "start" above its
 max_id (POST /tags), and point its clients there.
 
-A MySQL target must have idalloc's tables. -init-schema applies schema.sql
-first (creating missing tables and the test_business row) and turns the
-TIMESTAMP columns an older schema left into DATETIME(3), and adds the
-number-format columns (format, length, format_key); without it, a target
-with TIMESTAMP columns is refused with the ALTER TABLE that fixes it, and
-one without the format columns takes only sequential tags.
+A MySQL or PostgreSQL target must have idalloc's tables. -init-schema
+applies schema.sql (schema_postgres.sql) first, creating missing tables and
+the test_business row and adding the number-format columns (format, length,
+format_key), and on MySQL turns the TIMESTAMP columns an older schema left
+into DATETIME(3); without it, a MySQL target with TIMESTAMP columns is
+refused with the ALTER TABLE that fixes it, and a target without the format
+columns takes only sequential tags. A SQLite target file is created, with
+its tables, when missing.
 
 Flags:
 `
@@ -88,11 +93,11 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), migrateUsage)
 		fs.PrintDefaults()
 	}
-	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, or leaf (a Leaf leaf_alloc table on MySQL)")
-	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf (required for those)")
-	toDriver := fs.String("to-driver", "mysql", "target driver: mysql or sqlite")
+	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, postgres, or leaf (a Leaf leaf_alloc table on MySQL)")
+	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf, postgres://user:pass@host:5432/db for postgres (required but for sqlite)")
+	toDriver := fs.String("to-driver", "mysql", "target driver: mysql, postgres or sqlite")
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
-	initSchema := fs.Bool("init-schema", false, "prepare a MySQL target first: create missing tables, turn TIMESTAMP columns into DATETIME(3), add the number-format columns")
+	initSchema := fs.Bool("init-schema", false, "prepare a MySQL or PostgreSQL target first: create missing tables, add the number-format columns, turn MySQL TIMESTAMP columns into DATETIME(3)")
 	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
 	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
 		return err
@@ -178,8 +183,10 @@ func openSource(ctx context.Context, driver, dsn string) (source, error) {
 		return store.OpenSQLiteReadOnly(ctx, dsn)
 	case "mysql":
 		return store.OpenMySQLReadOnly(ctx, dsn)
+	case "postgres":
+		return store.OpenPostgresReadOnly(ctx, dsn)
 	case "leaf":
 		return store.OpenLeaf(ctx, dsn)
 	}
-	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql or leaf)", driver)
+	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql, postgres or leaf)", driver)
 }

@@ -20,66 +20,6 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// The documented move from the embedded store to MySQL: IDs after it are
-// above every ID before it, also for a tag the target already had.
-func TestMigrateSQLiteToEachDriver(t *testing.T) {
-	for _, target := range storetest.Drivers() {
-		t.Run(target.Name, func(t *testing.T) {
-			ctx := context.Background()
-			fromDB := storetest.SQLite().NewDB(t)
-			from := fromDB.Open(t)
-			if err := from.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 10, Start: 1}); err != nil {
-				t.Fatal(err)
-			}
-			before := map[string]int64{}
-			a, err := segment.New(ctx, from, segment.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tag := range []string{"test_business", "order"} {
-				for i := 0; i < 25; i++ {
-					if before[tag], err = a.Next(ctx, tag); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			if err := a.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
-
-			// Stopped first, as documented: a source still open is refused.
-			if err := from.Close(); err != nil {
-				t.Fatal(err)
-			}
-			toDB := target.NewDB(t) // has test_business at max_id 0, no "order"
-			// The documented command, as an operator runs it.
-			cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
-			if err := Migrate(cmd, io.Discard, io.Discard); err != nil {
-				t.Fatal(err)
-			}
-			to := toDB.Open(t)
-			b, err := segment.New(ctx, to, segment.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close(ctx)
-			for tag, last := range before {
-				id, err := b.Next(ctx, tag)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if id != last+1 {
-					t.Errorf("%s: first ID after the move got %d, want %d", tag, id, last+1)
-				}
-			}
-			// Running it again is harmless: max_id is never lowered.
-			if err := Migrate(cmd, io.Discard, io.Discard); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-}
-
 func TestMigrateCarriesLeaseTimestamps(t *testing.T) {
 	for _, target := range storetest.Drivers() {
 		t.Run(target.Name, func(t *testing.T) {
@@ -264,17 +204,31 @@ func TestMigrateFromReadOnlySQLiteFile(t *testing.T) {
 	}
 }
 
-// -init-schema prepares an empty MySQL target; without it the move fails
-// before writing anything.
+// -init-schema prepares an empty MySQL or PostgreSQL target; without it
+// the move fails before writing anything.
 func TestMigrateInitSchemaPreparesTheTarget(t *testing.T) {
-	fromDB := storetest.SQLite().NewDB(t)
-	toDSN := storetest.MySQLDSN(t) // an empty database
-	cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", "mysql", "-to-dsn", toDSN}
-	if err := runMigrate(cmd, io.Discard, io.Discard); err == nil {
-		t.Fatal("migrate to a database without tables: no error")
-	}
-	if err := runMigrate(append(cmd, "-init-schema"), io.Discard, io.Discard); err != nil {
-		t.Fatalf("migrate -init-schema: %v", err)
+	for _, tc := range []struct {
+		driver string
+		empty  func(testing.TB) string // a database (or schema) with no tables
+	}{
+		{"mysql", storetest.MySQLDSN},
+		{"postgres", storetest.PostgresDSN},
+	} {
+		t.Run(tc.driver, func(t *testing.T) {
+			fromDB := storetest.SQLite().NewDB(t)
+			toDSN := tc.empty(t)
+			cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", tc.driver, "-to-dsn", toDSN}
+			if err := runMigrate(cmd, io.Discard, io.Discard); !errors.Is(err, store.ErrMissingTables) {
+				t.Fatalf("migrate to a database without tables: got %v, want ErrMissingTables", err)
+			}
+			var out strings.Builder
+			if err := runMigrate(append(cmd, "-init-schema"), &out, io.Discard); err != nil {
+				t.Fatalf("migrate -init-schema: %v", err)
+			}
+			if want := "init-schema: created table segments"; !strings.Contains(out.String(), want) {
+				t.Errorf("migrate -init-schema printed %q, want it to say %q", out.String(), want)
+			}
+		})
 	}
 }
 
@@ -286,7 +240,8 @@ func TestMigrateUsage(t *testing.T) {
 	if stderr.Len() > 0 {
 		t.Errorf("migrate -h printed %q to stderr, want the usage on stdout only", stderr.String())
 	}
-	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "leaf_alloc", "read-only", "-force"} {
+	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "sqlite|mysql|postgres|leaf", "mysql|postgres|sqlite",
+		"default_transaction_read_only", "schema_postgres.sql", "leaf_alloc", "read-only", "-force"} {
 		if !strings.Contains(usage.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, usage.String())
 		}
