@@ -28,6 +28,37 @@ func (d *db) AdvanceTag(ctx context.Context, tag string, by int64) (from, to int
 	return f.MaxID - f.Size, f.MaxID, nil
 }
 
+// AdvancePeriod moves the counter of tag's period stamp forward by by
+// (idalloc advance, after a restore), as a FetchPeriod of that size does:
+// a period without a row gets one at start-1 first (a restore from before
+// the period began has none, while numbers of it may have been issued),
+// the move stops at limit, and it is one compare-and-set on the value
+// read, retried after a lost race, so it never lowers the counter and
+// never overlaps a range someone fetched. It returns the counter it moved
+// from and to. Which periods to move is the caller's choice, since only
+// the tag's settings say which stamp is current: the one being issued
+// now, and the one before it while an instance may still finish it.
+// Errors: segment.ErrUnknownTag, segment.ErrExhausted (the counter is at
+// limit already: nothing of the period is left to repeat),
+// ErrMissingTables, a by or start below 1.
+func (d *db) AdvancePeriod(ctx context.Context, tag string, stamp, start, limit, by int64) (from, to int64, err error) {
+	if by < 1 {
+		return 0, 0, fmt.Errorf("advance period %d of %q: by %d is below 1", stamp, tag, by)
+	}
+	err = checkStart(start)
+	var f segment.Fetched
+	if err == nil {
+		err = d.retryRaces(ctx, "advance", func() (err error) {
+			f, err = d.tryFetchPeriod(ctx, tag, stamp, start, limit, by)
+			return err
+		})
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("advance period %d of %q: %w", stamp, tag, d.periodsMissing(ctx, err))
+	}
+	return f.MaxID - f.Size, f.MaxID, nil
+}
+
 // AdvanceLeases raises the last_timestamp_ms of every worker ID of every
 // cluster to at least toMS, so that the next holder of each starts after
 // it (idalloc advance, after a restore), and removes the genesis row. Each row moves by a

@@ -53,3 +53,48 @@ func (d *db) RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error {
 	}
 	return nil
 }
+
+// PeriodCounter is the counter of one dated tag's period: the highest
+// sequence number handed out for the stamp.
+type PeriodCounter struct {
+	AppTag string `db:"app_tag"`
+	Stamp  int64  `db:"stamp"`
+	MaxID  int64  `db:"max_id"`
+}
+
+// Periods lists every period counter, by tag and stamp, for moving to
+// another store (idalloc migrate). Errors: ErrMissingTables on a database
+// without segment_periods.
+func (d *db) Periods(ctx context.Context) ([]PeriodCounter, error) {
+	var out []PeriodCounter
+	err := sqlx.SelectContext(ctx, d.x, &out, d.q(`SELECT app_tag, stamp, max_id FROM segment_periods ORDER BY app_tag, stamp`))
+	if err != nil {
+		return nil, fmt.Errorf("list period counters: %w", d.periodsMissing(ctx, err))
+	}
+	return out, nil
+}
+
+// RaisePeriod makes pc's counter at least pc.MaxID (idalloc migrate): a
+// period without a row gets one at pc.MaxID, a counter below it is moved
+// there by a compare-and-set on the value read (read again after a lost
+// race), and one at or above it is left alone, so it never goes down and
+// never undoes a range fetched meanwhile. Errors: segment.ErrUnknownTag
+// when the tag has no segments row (carry the tags first), ErrMissingTables
+// on a database without segment_periods.
+func (d *db) RaisePeriod(ctx context.Context, pc PeriodCounter) error {
+	err := d.retryRaces(ctx, "carry", func() error {
+		row, err := d.readPeriod(ctx, pc.AppTag, pc.Stamp, pc.MaxID)
+		if err != nil || row.MaxID.Int64 >= pc.MaxID {
+			return err
+		}
+		ok, err := execOne(ctx, d.x, d.q(periodCAS), pc.MaxID, pc.AppTag, pc.Stamp, row.MaxID.Int64)
+		if err == nil && !ok {
+			err = errLostRace
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("raise period %d of %q: %w", pc.Stamp, pc.AppTag, d.periodsMissing(ctx, err))
+	}
+	return nil
+}

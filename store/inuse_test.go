@@ -90,7 +90,7 @@ func TestLiveLeases(t *testing.T) {
 				if err := c.before(); err != nil {
 					t.Fatal(err)
 				}
-				ro := openReadOnly(t, db)
+				ro := db.OpenReadOnly(t)
 				live, err := ro.LiveLeases(ctx)
 				if err != nil {
 					t.Fatal(err)
@@ -109,27 +109,4 @@ func TestLiveLeases(t *testing.T) {
 			}
 		})
 	}
-}
-
-// openReadOnly opens db as idalloc migrate opens its source, closed at
-// t's cleanup.
-func openReadOnly(t *testing.T, db storetest.DB) *store.ReadOnly {
-	t.Helper()
-	var (
-		ro  *store.ReadOnly
-		err error
-	)
-	switch db.Driver {
-	case "sqlite":
-		ro, err = store.OpenSQLiteReadOnly(t.Context(), db.DSN)
-	case "postgres":
-		ro, err = store.OpenPostgresReadOnly(t.Context(), db.DSN)
-	default:
-		ro, err = store.OpenMySQLReadOnly(t.Context(), db.DSN)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ro.Close() })
-	return ro
 }

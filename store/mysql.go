@@ -51,6 +51,7 @@ var mysqlDialect = dialect{
 	expand:            mysqlExpand("NOW(3)"),
 	addedColumnsQuery: mysqlAddedColumnsQuery,
 	addColumns:        mysqlAddColumns,
+	createPeriods:     tableStatement(schemaMySQL, periodsTable),
 	tableExists:       `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`,
 	schemaByHand:      "schema.sql (mysql DATABASE < schema.sql)",
 	isDuplicate:       func(err error) bool { return mysqlErrorIs(err, erDupEntry) },

@@ -73,6 +73,7 @@ func TestSplitStatements(t *testing.T) {
 	wantPrefixes := []string{
 		"CREATE TABLE IF NOT EXISTS segments (",
 		"INSERT IGNORE INTO segments",
+		"CREATE TABLE IF NOT EXISTS segment_periods (",
 		"CREATE TABLE IF NOT EXISTS worker_leases (",
 		"CREATE TABLE IF NOT EXISTS worker_layouts (",
 	}

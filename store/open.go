@@ -15,11 +15,13 @@ var (
 	_ Store = (*Postgres)(nil)
 )
 
-// Store is what Open returns, whichever driver it names: the segment and
-// lease stores, the record of each cluster's snowflake layout, and what
-// idalloc migrate and advance move. Every driver of this package is one.
+// Store is what Open returns, whichever driver it names: the segment
+// store with the period counters of dated tags, the lease store, the
+// record of each cluster's snowflake layout, and what idalloc migrate and
+// advance move. Every driver of this package is one.
 type Store interface {
 	segment.Store
+	segment.PeriodStore
 	workerlease.Store
 	// CheckLayout records cluster's snowflake layout on first use and
 	// refuses another with snowflake.ErrLayoutMismatch.
@@ -27,7 +29,10 @@ type Store interface {
 	Layouts(ctx context.Context) ([]ClusterLayout, error)
 	LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error)
 	RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error
+	Periods(ctx context.Context) ([]PeriodCounter, error)
+	RaisePeriod(ctx context.Context, pc PeriodCounter) error
 	AdvanceTag(ctx context.Context, tag string, by int64) (from, to int64, err error)
+	AdvancePeriod(ctx context.Context, tag string, stamp, start, limit, by int64) (from, to int64, err error)
 	AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each func(cluster string, workerID, fromMS, toMS int64)) error
 	ObserveConflicts(fn func(op string))
 	Close() error

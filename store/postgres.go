@@ -51,6 +51,7 @@ var postgresDialect = dialect{
 	expand:            postgresExpand(postgresNow),
 	addedColumnsQuery: postgresAddedColumnsQuery,
 	addColumns:        postgresAddColumns,
+	createPeriods:     tableStatement(schemaPostgres, periodsTable),
 	// current_schema(): where the schema's CREATE TABLE IF NOT EXISTS puts
 	// a table and where an unqualified name finds it first.
 	tableExists:  `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?`,

@@ -115,7 +115,8 @@ func TestPostgresInitSchemaAddsColumns(t *testing.T) {
 	dsn := storetest.PostgresDSN(t)
 	postgresRaw(t, dsn, postgresBeforeFormats...)
 	wantReports := [][]string{
-		{"added columns format, length, format_key, start to segments", "created table worker_leases", "created table worker_layouts"},
+		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
+			"created table worker_leases", "created table worker_layouts"},
 		nil,
 	}
 	for i, want := range wantReports {
@@ -173,7 +174,7 @@ func TestPostgresInitSchemaAtOnce(t *testing.T) {
 		}
 	}
 	slices.Sort(reports)
-	want := []string{"created table segments", "created table worker_layouts", "created table worker_leases"}
+	want := []string{"created table segment_periods", "created table segments", "created table worker_layouts", "created table worker_leases"}
 	if !slices.Equal(reports, want) {
 		t.Errorf("reports = %q, want %q once each", reports, want)
 	}

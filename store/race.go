@@ -26,7 +26,8 @@ const (
 )
 
 // ObserveConflicts makes fn be called once per lost race, with the operation
-// ("fetch", "acquire", "renew", "layout", "carry"), so they can be counted.
+// ("fetch", "fetch_period", "acquire", "renew", "layout", "carry",
+// "advance"), so they can be counted.
 // fn must be cheap and safe for concurrent use. nil stops the calls.
 func (d *db) ObserveConflicts(fn func(op string)) { d.onConflict.Store(&fn) }
 

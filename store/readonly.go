@@ -205,7 +205,8 @@ func (r *ReadOnly) require(table, other string) error {
 }
 
 // Tags lists every tag of the source with its max_id, step, description,
-// format, length and (scrambled) key, as segment.Store's Tags does; rows of
+// format, length, (scrambled) key and (dated) FormatSpec, as
+// segment.Store's Tags does; rows of
 // a table without the format columns, and Leaf's, are sequential.
 func (r *ReadOnly) Tags(ctx context.Context) ([]segment.Tag, error) {
 	if r.tagsQuery != "" {
@@ -230,6 +231,15 @@ func (r *ReadOnly) Layouts(ctx context.Context) ([]ClusterLayout, error) {
 		return nil, nil
 	}
 	return r.d.Layouts(ctx)
+}
+
+// Periods lists every period counter of dated tags; none where the
+// database has no segment_periods table (made before it, or Leaf's).
+func (r *ReadOnly) Periods(ctx context.Context) ([]PeriodCounter, error) {
+	if !r.tables[periodsTable] {
+		return nil, nil
+	}
+	return r.d.Periods(ctx)
 }
 
 // Close closes the connections; calling it again does nothing.

@@ -24,6 +24,10 @@
 -- NULL on rows made before the column, whose first ID nothing records:
 -- their start is unknown. -init-schema adds it like the format columns.
 --
+-- format_spec is a dated tag's settings beyond length and start (period,
+-- time zone, prefix, separator; API.md §11), as idalloc encodes them; ''
+-- for every other format. -init-schema adds it like the format columns.
+--
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
 
@@ -37,11 +41,26 @@ CREATE TABLE IF NOT EXISTS segments (
   length      INT          NOT NULL DEFAULT 0,
   format_key  VARBINARY(32) NULL,
   start       BIGINT       NULL,
+  format_spec VARCHAR(255) NOT NULL DEFAULT '',
   PRIMARY KEY (app_tag)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 INSERT IGNORE INTO segments (app_tag, max_id, step, description, start)
 VALUES ('test_business', 0, 100000, 'test_business', 1);
+
+-- The counters of dated tags (API.md §11): one row per tag and period
+-- stamp (yyyyMMdd and the like, as a number), max_id the highest sequence
+-- number handed out in that period, moved by the same compare-and-set as
+-- segments.max_id. A database made before it lacks only this table:
+-- -init-schema creates it, and a start without it is refused only while
+-- segments holds dated tags (whose counters would be missing).
+CREATE TABLE IF NOT EXISTS segment_periods (
+  app_tag     VARCHAR(64) NOT NULL,
+  stamp       BIGINT      NOT NULL,
+  max_id      BIGINT      NOT NULL,
+  update_time DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (app_tag, stamp)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- One row per worker ID ever leased in a cluster. token '' marks a released
 -- ID; expires_at is UTC by the database's clock (idalloc sets the session

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -47,19 +46,6 @@ func (d *db) missingTables(ctx context.Context, q sqlx.QueryerContext) ([]string
 	return missing, nil
 }
 
-// checkTables refuses a database without a segments table, the one every
-// start reads (an empty database, most often), which would otherwise fail
-// at its first read with error 1146 (42P01) and no fix named. A database
-// that has it but lacks the worker tables, made before them, is opened as
-// before.
-func (d *db) checkTables(ctx context.Context) error {
-	missing, err := d.missingTables(ctx, d.x)
-	if err != nil || !slices.Contains(missing, "segments") {
-		return err
-	}
-	return d.missingTablesError(missing)
-}
-
 // missingTablesError is ErrMissingTables naming the tables and the two ways to
 // create them.
 func (d *db) missingTablesError(names []string) error {
@@ -87,7 +73,7 @@ func timestampColumns(ctx context.Context, q sqlx.QueryerContext) ([]timestampCo
 	err := sqlx.SelectContext(ctx, q, &cols, `SELECT TABLE_NAME, COLUMN_NAME, IS_NULLABLE, COLUMN_DEFAULT, EXTRA, COLUMN_COMMENT
 		FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND DATA_TYPE = 'timestamp'
-			AND TABLE_NAME IN ('segments', 'worker_leases', 'worker_layouts')
+			AND TABLE_NAME IN ('segments', 'segment_periods', 'worker_leases', 'worker_layouts')
 		ORDER BY TABLE_NAME, ORDINAL_POSITION`)
 	if err != nil {
 		return nil, fmt.Errorf("check column types: %w", err)

@@ -11,21 +11,22 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// The columns segments gained after the seed's (API.md §3, §7): the number
-// formats (a tag's format, its digit count, a scrambled tag's secret key)
-// and start, a tag's first ID as created. A segments table made before
-// them lacks some or all; its rows are sequential tags, and stay so, and
-// their start is unknown (NULL: nothing left in a used row says what its
-// first ID was).
+// The columns segments gained after the seed's (API.md §3, §7, §11): the
+// number formats (a tag's format, its digit count, a scrambled tag's secret
+// key), start, a tag's first ID as created, and format_spec, a dated tag's
+// settings. A segments table made before them lacks some or all; its rows
+// are sequential tags, and stay so, and their start is unknown (NULL:
+// nothing left in a used row says what its first ID was).
 //
 // A MySQL or PostgreSQL table without them is not refused at start, unlike
 // TIMESTAMP columns (schema_check.go): those break every fetch in 2038, while
 // missing columns take nothing away from the tags there are. So a fleet
 // can roll the new version out before anyone touches the schema; only
 // creating a fixed_length or scrambled tag fails while the format columns
-// are missing, with segment.ErrFormatUnsupported naming the ALTER TABLE
-// that adds them (which -init-schema runs), and tags created while start
-// is missing have an unknown start. The store looks for the columns again
+// are missing (a dated tag while format_spec or the segment_periods table
+// is), with segment.ErrFormatUnsupported naming the statements that add
+// them (which -init-schema runs), and tags created while start is missing
+// have an unknown start. The store looks for the columns again
 // at each tag list and create until it finds them all, so instances
 // started before the ALTER read the formats from their next tag-list
 // reload on; a row can only be non-sequential once the columns exist, so
@@ -49,21 +50,30 @@ var addedColumns = []addedColumn{
 	{"format_key", "VARBINARY(32) NULL", "BLOB", "BYTEA NULL"},
 	// NULL, not a default: a row from before the column has no known start.
 	{"start", "BIGINT NULL", "INTEGER", "BIGINT NULL"},
+	// As wide as a dated tag's settings could ever need (a 12-character
+	// prefix and the longest IANA zone names are under a third of it), so
+	// the column never decides which settings are allowed.
+	{"format_spec", "VARCHAR(255) NOT NULL DEFAULT ''", "TEXT NOT NULL DEFAULT ''", "VARCHAR(255) NOT NULL DEFAULT ''"},
 }
+
+// maxFormatSpec is format_spec's width in characters, which CreateTag
+// enforces itself: SQLite's TEXT has none, and a MySQL server outside
+// strict mode would cut a longer value short without an error.
+const maxFormatSpec = 255
 
 // Column lists of segments, per dialect: the names present among
 // addedColumns.
 const (
 	mysqlAddedColumnsQuery = `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'segments'
-			AND LOWER(COLUMN_NAME) IN ('format', 'length', 'format_key', 'start')`
+			AND LOWER(COLUMN_NAME) IN ('format', 'length', 'format_key', 'start', 'format_spec')`
 	sqliteAddedColumnsQuery = `SELECT LOWER(name) FROM pragma_table_info('segments')
-		WHERE LOWER(name) IN ('format', 'length', 'format_key', 'start')`
+		WHERE LOWER(name) IN ('format', 'length', 'format_key', 'start', 'format_spec')`
 	// current_schema(): where CREATE TABLE IF NOT EXISTS put the table
 	// and where an unqualified name finds it first.
 	postgresAddedColumnsQuery = `SELECT LOWER(column_name) FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'segments'
-			AND LOWER(column_name) IN ('format', 'length', 'format_key', 'start')`
+			AND LOWER(column_name) IN ('format', 'length', 'format_key', 'start', 'format_spec')`
 )
 
 // missingColumns lists the added columns segments lacks.
@@ -83,15 +93,17 @@ func missingColumns(ctx context.Context, q sqlx.QueryerContext, query string) ([
 
 // segmentColumns says which added columns a segments table has.
 type segmentColumns struct {
-	formats bool // format, length and format_key
-	start   bool
+	formats    bool // format, length and format_key
+	start      bool
+	formatSpec bool
 }
 
 func columnsOf(missing []addedColumn) segmentColumns {
 	has := func(name string) bool {
 		return !slices.ContainsFunc(missing, func(c addedColumn) bool { return c.name == name })
 	}
-	return segmentColumns{formats: has("format") && has("length") && has("format_key"), start: has("start")}
+	return segmentColumns{formats: has("format") && has("length") && has("format_key"), start: has("start"),
+		formatSpec: has("format_spec")}
 }
 
 // mysqlAddColumns is the one ALTER TABLE that adds cols to a MySQL

@@ -149,7 +149,8 @@ func TestMySQLInitSchemaAddsFormatColumns(t *testing.T) {
 	mysqlRaw(t, dsn, segmentsBeforeFormats, `INSERT INTO segments (app_tag, max_id, step) VALUES ('orders', 70, 10)`)
 	// What each start reports: the changes, then none.
 	wantReports := [][]string{
-		{"added columns format, length, format_key, start to segments", "created table worker_leases", "created table worker_layouts"},
+		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
+			"created table worker_leases", "created table worker_layouts"},
 		nil,
 	}
 	for i, want := range wantReports {

@@ -17,9 +17,10 @@
 -- Number formats (API.md §7): format is sequential, fixed_length or
 -- scrambled, length the digit count of the last two, format_key a scrambled
 -- tag's secret key, never shown by any API, log or metric. start is a tag's
--- first ID as created; NULL on rows made before the column. A segments table
--- made without these columns still works, every row sequential; idalloc
--- -init-schema adds them (ALTER TABLE segments ADD COLUMN ...).
+-- first ID as created; NULL on rows made before the column. format_spec is a
+-- dated tag's settings beyond length and start (API.md §11), '' for the other
+-- formats. A segments table made without these columns still works, every row
+-- sequential; idalloc -init-schema adds them (ALTER TABLE segments ADD COLUMN ...).
 --
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
@@ -34,12 +35,27 @@ CREATE TABLE IF NOT EXISTS segments (
   length      INTEGER      NOT NULL DEFAULT 0,
   format_key  BYTEA        NULL,
   start       BIGINT       NULL,
+  format_spec VARCHAR(255) NOT NULL DEFAULT '',
   PRIMARY KEY (app_tag)
 );
 
 INSERT INTO segments (app_tag, max_id, step, description, start)
 VALUES ('test_business', 0, 100000, 'test_business', 1)
 ON CONFLICT (app_tag) DO NOTHING;
+
+-- The counters of dated tags (API.md §11): one row per tag and period
+-- stamp (yyyyMMdd and the like, as a number), max_id the highest sequence
+-- number handed out in that period, moved by the same compare-and-set as
+-- segments.max_id. A database made before it lacks only this table:
+-- -init-schema creates it, and a start without it is refused only while
+-- segments holds dated tags (whose counters would be missing).
+CREATE TABLE IF NOT EXISTS segment_periods (
+  app_tag     VARCHAR(64) COLLATE "C" NOT NULL,
+  stamp       BIGINT      NOT NULL,
+  max_id      BIGINT      NOT NULL,
+  update_time TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (app_tag, stamp)
+);
 
 -- One row per worker ID ever leased in a cluster. token '' marks a released
 -- ID; expires_at is by the database's clock; last_timestamp_ms never

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -93,6 +94,7 @@ type tagRow struct {
 	Length      int           `db:"length"`
 	FormatKey   []byte        `db:"format_key"`
 	Start       sql.NullInt64 `db:"start"`
+	FormatSpec  string        `db:"format_spec"`
 }
 
 // tagsQuery lists the segments table, with the added columns it has.
@@ -105,13 +107,17 @@ func tagsQuery(cols segmentColumns) string {
 	if cols.start {
 		q += `, start`
 	}
+	if cols.formatSpec {
+		q += `, format_spec`
+	}
 	return q + ` FROM segments ORDER BY app_tag`
 }
 
 // Tags lists every row, ordered by app_tag (byte order on every driver),
-// with its format, a scrambled tag's key and its start; a table without
-// the format columns lists every row as sequential, and a row without a
-// start (made before the column) has Start 0.
+// with its format, a scrambled tag's key, a dated tag's FormatSpec and its
+// start; a table without the format columns lists every row as sequential,
+// a row without a start (made before the column) has Start 0, and one
+// without format_spec has FormatSpec "".
 func (d *db) Tags(ctx context.Context) ([]segment.Tag, error) {
 	missing, err := d.missingColumns(ctx)
 	if err != nil {
@@ -139,6 +145,7 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 			Format:      segment.Format(r.Format),
 			Length:      r.Length,
 			FormatKey:   r.FormatKey,
+			FormatSpec:  r.FormatSpec,
 		}
 		if tags[i].Format == "" {
 			tags[i].Format = segment.FormatSequential
@@ -148,15 +155,18 @@ func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error
 }
 
 // CreateTag inserts a row whose first fetched number is t.Start (0 means
-// 1), recorded as its start, with t's format, length and key (Format ""
-// is sequential); t.MaxID is not read. It refuses what no row may hold
+// 1), recorded as its start, with t's format, length, key and FormatSpec
+// (Format "" is sequential); t.MaxID is not read. It refuses what no row may hold
 // with segment.CheckRow's errors and words (segment.ErrInvalidTag,
 // segment.ErrInvalidStep for a step below 1, segment.ErrInvalidStart for
 // a start below 1, segment.ErrInvalidDescription for one longer than the
 // column, and what segment.CheckFormat refuses: a format, length or key
 // the allocator cannot serve); segment.ErrTagExists; and segment.ErrFormatUnsupported
 // for a fixed_length or scrambled tag on a MySQL or PostgreSQL table
-// without the format columns, naming the ALTER TABLE that adds them. On a
+// without the format columns, naming the ALTER TABLE that adds them, and
+// for a dated tag (or any with a FormatSpec) on a database without
+// format_spec or segment_periods, naming the statements that add them. A
+// FormatSpec longer than the column (maxFormatSpec) is a fault. On a
 // table without the start column the row's start is left unknown. The allocator's limits
 // (segment.CheckNewTag: the step cap, starts up to segment.MaxUsableID or
 // within the format's digits) are the caller's: a migration or a test may
@@ -171,13 +181,22 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	if refused := segment.CheckRow(row); refused != nil {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, refused)
 	}
+	if n := utf8.RuneCountInString(t.FormatSpec); n > maxFormatSpec {
+		return fmt.Errorf("create tag %q: format_spec of %d characters is longer than the column's %d", t.AppTag, n, maxFormatSpec)
+	}
 	missing, err := d.missingColumns(ctx)
 	cols := columnsOf(missing)
 	switch {
 	case err != nil:
+	case t.Format == segment.FormatDated || t.FormatSpec != "":
+		// Checked before the insert, which on a table without
+		// format_spec would drop the settings, and without
+		// segment_periods would make a tag that can never fetch.
+		err = d.canKeepDated(ctx, missing)
 	case !cols.formats && t.Format != "" && t.Format != segment.FormatSequential:
 		err = formatsUnsupported(d.dialect, missing)
-	default:
+	}
+	if err == nil {
 		_, err = d.x.ExecContext(ctx, d.q(insertTag(cols)), insertArgs(t, start, cols)...)
 	}
 	if d.dialect.isDuplicate(err) {
@@ -198,6 +217,9 @@ func insertTag(cols segmentColumns) string {
 	if cols.start {
 		names, values = names+`, start`, values+`, ?`
 	}
+	if cols.formatSpec {
+		names, values = names+`, format_spec`, values+`, ?`
+	}
 	return `INSERT INTO segments (` + names + `) VALUES (` + values + `)`
 }
 
@@ -213,6 +235,9 @@ func insertArgs(t segment.Tag, start int64, cols segmentColumns) []any {
 	}
 	if cols.start {
 		args = append(args, start)
+	}
+	if cols.formatSpec {
+		args = append(args, t.FormatSpec)
 	}
 	return args
 }

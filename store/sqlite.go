@@ -32,7 +32,16 @@ CREATE TABLE IF NOT EXISTS segments (
   format      TEXT    NOT NULL DEFAULT 'sequential',
   length      INTEGER NOT NULL DEFAULT 0,
   format_key  BLOB,
-  start       INTEGER
+  start       INTEGER,
+  format_spec TEXT    NOT NULL DEFAULT ''
+) STRICT;
+
+CREATE TABLE IF NOT EXISTS segment_periods (
+  app_tag     TEXT    NOT NULL,
+  stamp       INTEGER NOT NULL,
+  max_id      INTEGER NOT NULL,
+  update_time INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (app_tag, stamp)
 ) STRICT;
 
 CREATE TABLE IF NOT EXISTS worker_leases (
@@ -61,6 +70,7 @@ var sqliteDialect = dialect{
 	expand:            sqliteExpand(sqliteNow),
 	addedColumnsQuery: sqliteAddedColumnsQuery,
 	addColumns:        sqliteAddColumns,
+	createPeriods:     tableStatement(sqliteSchema, periodsTable),
 	tableExists:       `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
 	// OpenSQLite creates every table, so none is ever missing.
 	schemaByHand: "nothing: OpenSQLite creates them",

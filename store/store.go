@@ -1,17 +1,19 @@
-// Package store implements segment.Store and workerlease.Store on SQL
-// databases: MySQL (also MariaDB, TiDB, Vitess) through go-sql-driver/mysql,
-// PostgreSQL through jackc/pgx, and an embedded SQLite file through
-// modernc.org/sqlite (pure Go, no cgo).
+// Package store implements segment.Store, segment.PeriodStore and
+// workerlease.Store on SQL databases: MySQL (also MariaDB, TiDB, Vitess)
+// through go-sql-driver/mysql, PostgreSQL through jackc/pgx, and an
+// embedded SQLite file through modernc.org/sqlite (pure Go, no cgo).
 //
 // Every driver runs the same statements apart from a few dialect fragments,
 // so they behave alike, and package storetest holds the conformance suite
-// they all pass. A new engine is one dialect value and its opener. The guarantees: every write that decides who owns something (a
-// segment range, a worker lease) is a single compare-and-set statement that
-// commits on its own and whose rows-affected alone proves the outcome, so a
-// transaction silently aborted around it (as a multi-primary cluster such as
-// Galera may do to the loser of a certification race) can never hand out a
-// range or a lease twice; no result is trusted from a read-back after a write
-// or from a lock. Expiry is judged by the database's clock, never the
+// they all pass. A new engine is one dialect value and its opener. The
+// guarantees: every write that decides who owns something (a segment
+// range, a dated tag's range of one period, a worker lease) is a single
+// compare-and-set statement that commits on its own and whose
+// rows-affected alone proves the outcome, so a transaction silently
+// aborted around it (as a multi-primary cluster such as Galera may do to
+// the loser of a certification race) can never hand out a range or a
+// lease twice; no result is trusted from a read-back after a write or
+// from a lock. Expiry is judged by the database's clock, never the
 // caller's. A lost race is retried at once (see retryRaces).
 package store
 
@@ -36,6 +38,10 @@ var (
 	_ workerlease.Store = (*SQLite)(nil)
 	_ segment.Store     = (*Postgres)(nil)
 	_ workerlease.Store = (*Postgres)(nil)
+
+	_ segment.PeriodStore = (*MySQL)(nil)
+	_ segment.PeriodStore = (*SQLite)(nil)
+	_ segment.PeriodStore = (*Postgres)(nil)
 )
 
 // dialect is what differs between the drivers. Statements are written once,
@@ -61,6 +67,9 @@ type dialect struct {
 	// addColumns is the statement that adds cols to segments, as
 	// -init-schema runs it and a refusal names it (schema_columns.go).
 	addColumns func(cols []addedColumn) string
+	// createPeriods is the CREATE TABLE of segment_periods, as a refusal
+	// of a dated tag names it (schema_periods.go).
+	createPeriods string
 	// tableExists counts the tables named by its one argument.
 	tableExists string
 	// schemaByHand says how an operator applies the schema by hand, for the

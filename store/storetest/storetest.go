@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite of package store, and the way
 // any package's tests get a real store for every driver.
 //
-// Run(t, driver) proves the contract of segment.Store against one driver,
+// Run(t, driver) proves the contract of segment.Store (and of
+// segment.PeriodStore, the counters of dated tags) against one driver,
 // and LeaseTarget(driver) is the target on which workerlease's own suite
 // (leasetest) and snowflake/leased's of layouts (layouttest) run; package
 // store runs all three for every driver of Drivers, the one list of them.
@@ -50,6 +51,7 @@ import (
 // Store is what every driver of package store provides.
 type Store interface {
 	segment.Store
+	segment.PeriodStore
 	workerlease.Store
 	leased.LayoutRecorder
 	Close() error
@@ -92,6 +94,31 @@ func (db DB) Open(tb testing.TB) Store {
 		}
 	})
 	return st
+}
+
+// OpenReadOnly opens db as idalloc migrate opens its source (the
+// driver's read-only opener), closed at tb's cleanup. It fails tb when
+// the database cannot be opened.
+func (db DB) OpenReadOnly(tb testing.TB) *store.ReadOnly {
+	tb.Helper()
+	var (
+		r   *store.ReadOnly
+		err error
+	)
+	ctx := context.Background()
+	switch db.Driver {
+	case "sqlite":
+		r, err = store.OpenSQLiteReadOnly(ctx, db.DSN)
+	case "postgres":
+		r, err = store.OpenPostgresReadOnly(ctx, db.DSN)
+	default:
+		r, err = store.OpenMySQLReadOnly(ctx, db.DSN)
+	}
+	if err != nil {
+		tb.Fatalf("open %s read-only: %v", db.Driver, err)
+	}
+	tb.Cleanup(func() { _ = r.Close() })
+	return r
 }
 
 // Exec runs statements on db through a connection of its own, as an
@@ -174,7 +201,7 @@ func Run(t *testing.T, d Driver) {
 	// One probe database up front skips the whole suite in one line rather
 	// than each case on its own.
 	d.NewDB(t)
-	cases := slices.Concat(segmentCases(), formatCases(), timeCases())
+	cases := slices.Concat(segmentCases(), formatCases(), timeCases(), datedCases())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
