@@ -12,12 +12,16 @@
 // sequential, fixed_length or scrambled. The formats share the machinery:
 // segments, give-back and the store's row count the tag's sequence, which a
 // scrambled tag maps through a keyed permutation as the last step of issue.
+// Format dated (API.md §11) counts its sequence per period, in counters a
+// PeriodStore keeps, and writes the period's stamp before it: each period
+// has a double buffer of its own (dated_buffer.go), and text IDs come
+// from NextText and its kin (dated_ids.go).
 //
 // Errors carry their meaning: every refusal is an *errs.Error with a Kind
 // of idalloc's vocabulary (bad_request, unknown_tag, exists, exhausted,
-// unavailable, draining), the field at fault, and the message a user
-// reads, which names the input and what a valid one is ("invalid step:
-// must be from 1 to 1000000"). The rules and the words live here, once:
+// period_exhausted, unavailable, draining), the field at fault, and the
+// message a user reads, which names the input and what a valid one is
+// ("invalid step: must be from 1 to 1000000"). The rules and the words live here, once:
 // CheckNewTag holds every rule a new tag must meet. Front ends (HTTP, RESP)
 // parse their wire format, call the Allocator, and answer an error with
 // errs.Describe: the Kind picks their own code or class from one small
@@ -49,9 +53,15 @@ type Config struct {
 	TagRefresh   time.Duration // how often the tag list is reloaded; 0 means 10s
 	WaitTimeout  time.Duration // how long a request waits for a fetch when nothing is buffered; 0 means 1s
 	FetchTimeout time.Duration // bound of one store call; 0 means 5s
-	Now          func() time.Time
-	Observer     Observer     // optional: metrics hooks
-	Logger       *slog.Logger // store faults, recoveries, give-back at Close; nil discards
+	// MaxClockSkew is how far this instance's clock may be from the
+	// store's while it serves dated tags (dated.max_clock_skew); 0 means
+	// DefaultMaxClockSkew, 1s. See dated_clock.go.
+	MaxClockSkew time.Duration
+	// Now is this instance's clock; nil means time.Now. A dated tag's
+	// period is read from it.
+	Now      func() time.Time
+	Observer Observer     // optional: metrics hooks
+	Logger   *slog.Logger // store faults, recoveries, give-back at Close; nil discards
 	// Rand is where a scrambled tag's key comes from (scramble.KeySize
 	// bytes, made at CreateTag); nil means crypto/rand.Reader. Only tests
 	// set it.
@@ -72,28 +82,27 @@ type Observer interface {
 	Wasted(tag string, n int64, why WasteReason)
 }
 
-// TagStats is a point-in-time view of one tag in this allocator.
-type TagStats struct {
-	AppTag    string
-	Format    Format // the tag's number format (never empty)
-	Length    int    // its digit count; 0 for sequential
-	Buffered  int64  // IDs left in memory (current + prefetched segment)
-	Step      int64  // current adaptive step (0 before the first fetch)
-	Issued    int64  // IDs handed out by this allocator since it started
-	GivenBack int64  // IDs returned to the store on Close
-	Wasted    int64  // IDs reserved and never to be issued, every WasteReason
-}
-
 // minReloadGap bounds the tag-list reloads that misses (unknown tags) can
 // cause, so a flood of unknown tags costs the store at most one query a second.
 const minReloadGap = time.Second
 
 // Allocator hands out IDs per tag. It starts one goroutine that reloads the
-// tag list, and at most one fetch goroutine per tag at a time; Close stops
-// and waits for all of them.
+// tag list (and checks the clock for dated tags), and at most one fetch
+// goroutine per tag at a time (per period and tag, for dated tags, of
+// which two overlap around a period's end), and a timer per dated tag
+// that starts the next period's fetch; Close stops and waits for all of
+// them.
 type Allocator struct {
 	store Store
-	cfg   Config
+	// periods is the store's PeriodStore, nil when it has none: then no
+	// dated tag is created or served.
+	periods PeriodStore
+	cfg     Config
+	// clock bounds this instance's clock by the store's for dated tags;
+	// hasDated is set once a dated tag is served, so that an allocator
+	// without any asks nothing of the store's clock.
+	clock    clockCheck
+	hasDated atomic.Bool
 	// errStep refuses a step above cfg.MaxStep in words that name it.
 	errStep *errs.Error
 
@@ -119,8 +128,11 @@ type Allocator struct {
 // New loads the tag list and starts the refresher. Errors: ErrInvalidConfig
 // for a negative field, or the store's when the first tag list cannot be read.
 func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
-	if cfg.MaxStep < 0 || cfg.TagRefresh < 0 || cfg.WaitTimeout < 0 || cfg.FetchTimeout < 0 {
-		return nil, fmt.Errorf("%w: negative MaxStep, TagRefresh, WaitTimeout or FetchTimeout", ErrInvalidConfig)
+	if cfg.MaxStep < 0 || cfg.TagRefresh < 0 || cfg.WaitTimeout < 0 || cfg.FetchTimeout < 0 || cfg.MaxClockSkew < 0 {
+		return nil, fmt.Errorf("%w: negative MaxStep, TagRefresh, WaitTimeout, FetchTimeout or MaxClockSkew", ErrInvalidConfig)
+	}
+	if cfg.MaxClockSkew == 0 {
+		cfg.MaxClockSkew = DefaultMaxClockSkew
 	}
 	if cfg.MaxStep == 0 {
 		cfg.MaxStep = DefaultMaxStep
@@ -144,6 +156,10 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 		cfg.Rand = rand.Reader
 	}
 	a := &Allocator{store: timedStore{store}, cfg: cfg, errStep: stepError(cfg.MaxStep), closing: make(chan struct{})}
+	if ps, ok := store.(PeriodStore); ok {
+		a.periods = timedPeriods{ps}
+	}
+	a.clock.bound, a.clock.log = cfg.MaxClockSkew, cfg.Logger
 	a.tags.Store(&map[string]*buffer{})
 	a.rows.Store(&[]Tag{})
 	if err := a.reload(ctx); err != nil {
@@ -158,7 +174,10 @@ func (a *Allocator) now() time.Time { return a.cfg.Now() }
 
 // Next returns the next ID of tag. Errors: ErrInvalidTag, ErrUnknownTag,
 // ErrUnavailable (nothing buffered and the store did not deliver within
-// WaitTimeout), ErrExhausted, ErrClosed.
+// WaitTimeout), ErrExhausted, ErrClosed; for a dated tag also ErrTextOnly
+// (its IDs are text: NextText), a case of ErrClockSkew, an
+// *dated.ExhaustedError (dated.ErrPeriodExhausted) and
+// dated.ErrClockRange.
 func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 	b := (*a.tags.Load())[tag]
 	if b == nil {
@@ -166,6 +185,9 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 		if b, err = a.buffer(ctx, tag); err != nil {
 			return 0, err
 		}
+	}
+	if b.dated != nil {
+		return b.dated.nextID(ctx)
 	}
 	for {
 		// One atomic add claims the ID: the whole hot path.
@@ -197,10 +219,14 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 // prefetched segment is claimed whole or not at all, so its failure leaves no
 // gap; a larger one is claimed in parts, and a failure after the first part
 // loses the IDs claimed, which are never reissued (counted as WasteBatch).
+// A dated tag's batch is of one period (dated_ids.go). Errors as Next's.
 func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	b, err := a.buffer(ctx, tag)
 	if err != nil {
 		return err
+	}
+	if b.dated != nil {
+		return b.dated.nextN(ctx, dst)
 	}
 	for filled := 0; filled < len(dst); {
 		n, err := b.claimBatch(ctx, dst[filled:])
@@ -214,50 +240,6 @@ func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 		filled += n
 	}
 	return nil
-}
-
-// Buffered returns the IDs of tag buffered in memory.
-func (a *Allocator) Buffered(tag string) (int64, error) {
-	b, err := a.buffer(context.Background(), tag)
-	if err != nil {
-		return 0, err
-	}
-	return b.stats().Buffered, nil
-}
-
-// TotalBuffered returns the IDs buffered over all tags.
-func (a *Allocator) TotalBuffered() int64 {
-	var n int64
-	for _, b := range *a.tags.Load() {
-		n += b.stats().Buffered
-	}
-	return n
-}
-
-// Stats reports every known tag.
-func (a *Allocator) Stats() []TagStats {
-	m := *a.tags.Load()
-	out := make([]TagStats, 0, len(m))
-	for _, b := range m {
-		out = append(out, b.stats())
-	}
-	return out
-}
-
-func (b *buffer) stats() TagStats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.statsLocked()
-}
-
-func (b *buffer) statsLocked() TagStats {
-	s := b.cur.Load()
-	st := TagStats{AppTag: b.tag, Format: b.format, Length: b.length, Step: b.step, Buffered: s.left(),
-		Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}
-	if b.next != nil {
-		st.Buffered += b.next.size()
-	}
-	return st
 }
 
 // buffer finds tag's buffer. A miss reloads the tag list, at most once per
@@ -349,7 +331,11 @@ func (a *Allocator) addTagsLocked(rows []Tag) {
 		m[k] = v
 	}
 	for _, r := range added {
-		m[r.AppTag] = newBuffer(a, r)
+		b := newBuffer(a, r)
+		if b.dated != nil {
+			a.hasDated.Store(true)
+		}
+		m[r.AppTag] = b
 	}
 	a.tags.Store(&m)
 }
@@ -358,6 +344,12 @@ func (a *Allocator) refreshLoop() {
 	defer a.wg.Done()
 	t := time.NewTicker(a.cfg.TagRefresh)
 	defer t.Stop()
+	var clockTick <-chan time.Time // nil, never ready, without a PeriodStore
+	if a.periods != nil {
+		c := time.NewTicker(min(a.cfg.TagRefresh, clockRecheck))
+		defer c.Stop()
+		clockTick = c.C
+	}
 	for {
 		select {
 		case <-a.closing:
@@ -367,6 +359,8 @@ func (a *Allocator) refreshLoop() {
 			if err := a.reload(context.Background()); err != nil {
 				a.cfg.Logger.Warn("reload tag list", "err", err)
 			}
+		case <-clockTick:
+			a.checkClock()
 		}
 	}
 }

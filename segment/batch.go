@@ -2,6 +2,7 @@ package segment
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -54,6 +55,9 @@ func (b *buffer) claimAcross(dst []int64) (filled int, retry bool, err error) {
 	if b.a.closed.Load() {
 		return 0, false, ErrClosed
 	}
+	if b.per != nil && b.per.ended {
+		return 0, false, errPeriodOver
+	}
 	n := int64(len(dst))
 	s := b.cur.Load()
 	for {
@@ -96,6 +100,10 @@ func (b *buffer) awaitNext(ctx context.Context) error {
 			b.mu.Unlock()
 			return ErrClosed
 		}
+		if b.per != nil && b.per.ended {
+			b.mu.Unlock()
+			return errPeriodOver
+		}
 		ready, err := b.fetchLocked()
 		b.mu.Unlock()
 		if err != nil {
@@ -105,7 +113,7 @@ func (b *buffer) awaitNext(ctx context.Context) error {
 			return err
 		}
 		b.mu.Lock()
-		if b.failing && b.next == nil {
+		if b.failing && b.next == nil && (b.per == nil || !b.per.ended) {
 			err := b.fetchErrLocked()
 			b.mu.Unlock()
 			return err
@@ -114,6 +122,10 @@ func (b *buffer) awaitNext(ctx context.Context) error {
 	b.mu.Unlock()
 	return nil
 }
+
+// errPeriodOver: a batch claimed of a dated tag's period that ended
+// meanwhile; the caller claims it again in the period the clock reads.
+var errPeriodOver = errors.New("the period ended while the batch was claimed")
 
 // fillIDs writes first, first+1, ... into dst.
 func fillIDs(dst []int64, first int64) {

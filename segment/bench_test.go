@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -89,4 +90,73 @@ func BenchmarkNextScrambled(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchDated makes an allocator on the real clock with a dated tag of
+// day periods and 10-digit sequences (10^10 numbers a day, so that no
+// run spends a period) and takes its first ID.
+func benchDated(b *testing.B, n segment.NewTag) *segment.Allocator {
+	st := newPeriodStore(nil)
+	a := newAllocator(b, st, segment.Config{MaxStep: 100_000_000})
+	n.Format, n.Step, n.Length = segment.FormatDated, 1_000_000, 10
+	if _, err := a.CreateTag(context.Background(), n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := a.NextText(context.Background(), n.AppTag); err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// BenchmarkNextDated is Next on a numeric dated tag: the sequential hot
+// path plus a reading of the clock and the period's bounds.
+func BenchmarkNextDated(b *testing.B) {
+	a := benchDated(b, segment.NewTag{AppTag: "dated"})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Next(ctx, "dated"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNextDatedParallel(b *testing.B) {
+	a := benchDated(b, segment.NewTag{AppTag: "dated"})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := a.Next(ctx, "dated"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkAppendNextText is a text ID (ORD-20261126-0000000123) into a
+// buffer with room.
+func BenchmarkAppendNextText(b *testing.B) {
+	a := benchDated(b, segment.NewTag{AppTag: "ord", Prefix: "ORD", Separator: "-"})
+	ctx := context.Background()
+	buf := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = a.AppendNextText(ctx, "ord", buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTimeNow is the clock reading every dated claim makes: the floor
+// a dated tag's Next adds to a sequential one's.
+func BenchmarkTimeNow(b *testing.B) {
+	var n int64
+	b.ReportAllocs()
+	for b.Loop() {
+		n += time.Now().UnixNano()
+	}
+	_ = n
 }

@@ -65,6 +65,14 @@ type buffer struct {
 	// the hot path's one branch, next to cur so that it costs no cache
 	// miss of its own.
 	perm *scramble.Permutation
+	// dated is a dated tag's per-period state, nil for every other
+	// format: the hot path's other branch, taken before any claim, since
+	// a dated tag's IDs come from the buffer of the current period
+	// (dated_buffer.go), not from this one.
+	dated *datedTag
+	// per is set on a dated tag's buffer of one period, whose fetches
+	// reserve ranges of that period's counter; nil otherwise.
+	per *period
 	// format, length and limit (the highest sequence number the format
 	// has an ID for) are the tag's row's, fixed at create.
 	format Format
@@ -116,12 +124,17 @@ func newBuffer(a *Allocator, row Tag) *buffer {
 	b.cur.Store(emptySpan())
 	f, err := formatOf(row)
 	b.perm, b.format, b.length, b.limit = f.perm, f.format, f.length, f.limit
+	if err == nil && f.dated != nil && a.periods == nil {
+		err = errors.New("the store keeps no per-period counters, which a dated tag's numbers are counted in")
+	}
 	if err != nil {
 		// %v, not %w: a row is not the client's input, so no front end
 		// may answer it as an invalid one.
 		b.broken = fmt.Errorf("%w: %v", errBadRow, err)
 		a.cfg.Logger.Error("tag not served: its row's number format is not one this instance can serve",
 			"app_tag", row.AppTag, "format", string(row.Format), "length", row.Length, "err", b.broken)
+	} else if f.dated != nil {
+		b.dated = newDatedTag(b, f.dated)
 	}
 	return b
 }
@@ -152,7 +165,9 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 			b.mu.Unlock()
 			return ErrClosed
 		}
-		if b.cur.Load() != s {
+		// A period that ended is served no more: the caller claims
+		// again, in the period its clock reads now.
+		if b.cur.Load() != s || b.per != nil && b.per.ended {
 			b.mu.Unlock()
 			return nil
 		}
@@ -179,7 +194,7 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 			return err
 		}
 		b.mu.Lock()
-		if b.failing && b.next == nil && b.cur.Load() == s {
+		if b.failing && b.next == nil && b.cur.Load() == s && (b.per == nil || !b.per.ended) {
 			err := b.fetchErrLocked()
 			b.mu.Unlock()
 			return err
@@ -236,138 +251,4 @@ func (b *buffer) fetchErrLocked() error {
 // isFinal reports errors that retrying will not cure.
 func isFinal(err error) bool {
 	return errors.Is(err, ErrUnknownTag) || errors.Is(err, ErrExhausted) || errors.Is(err, errBadRow)
-}
-
-// startFetchLocked starts the fetch loop unless the allocator is closed:
-// Close has then stopped waiting for fetch goroutines, and a range fetched
-// now could never be given back.
-func (b *buffer) startFetchLocked() {
-	a := b.a
-	a.lifeMu.Lock()
-	defer a.lifeMu.Unlock()
-	if a.closed.Load() {
-		return
-	}
-	b.fetching = true
-	a.wg.Add(1)
-	go b.fetchLoop()
-}
-
-// fetchLoop fetches one segment, retrying store faults with backoff while
-// requests keep being served from what is buffered. It owns b.fetching.
-func (b *buffer) fetchLoop() {
-	defer b.a.wg.Done()
-	backoff := 50 * time.Millisecond
-	for {
-		b.mu.Lock()
-		step := b.nextStepLocked()
-		b.mu.Unlock()
-
-		// Not derived from the allocator's lifetime: a fetch under way when
-		// Close starts is finished, so its range can still be given back.
-		ctx, cancel := context.WithTimeout(context.Background(), b.a.cfg.FetchTimeout)
-		began := b.a.now()
-		var f Fetched
-		var err error
-		// highWater, the store's max_id after this instance's last fetch,
-		// at or past the format's last number: the tag is spent, and
-		// asking the store would only move max_id further.
-		asked := b.broken == nil && b.highWater < b.limit
-		switch {
-		case b.broken != nil:
-			err = b.broken
-		case !asked:
-			err = ErrExhausted
-		default:
-			f, err = b.a.store.Fetch(ctx, b.tag, step)
-		}
-		cancel()
-		ended := b.a.now()
-		first := f.MaxID - f.Size + 1
-		switch {
-		case err != nil:
-		case first > b.limit:
-			err = ErrExhausted
-		case first <= b.highWater: // only fetch loops use it, one at a time
-			err = fmt.Errorf("%w: got (%d, %d], had up to %d", ErrRewound, f.MaxID-f.Size, f.MaxID, b.highWater)
-		}
-		if obs := b.a.cfg.Observer; obs != nil && asked {
-			obs.Fetched(b.tag, ended.Sub(began), err)
-		}
-
-		b.mu.Lock()
-		if errors.Is(err, ErrRewound) && !errors.Is(b.lastErr, ErrRewound) {
-			b.a.cfg.Logger.Error("segment fetch refused: range overlaps one already received", "app_tag", b.tag, "err", err)
-		}
-		b.lastTry = ended
-		// Log transitions only: a store down for an hour is two lines.
-		switch log := b.a.cfg.Logger; {
-		case err == nil && b.failing:
-			log.Info("segment fetch recovered", "app_tag", b.tag)
-		case err != nil && !b.failing:
-			log.Warn("segment fetch failed; retrying in the background", "app_tag", b.tag, "err", err)
-		}
-		if err == nil {
-			// Clamped to the format's last number (MaxUsableID for
-			// sequential): the rest of the range has no IDs.
-			b.next = newSpan(first, min(f.MaxID, b.limit), f.MaxID)
-			b.highWater = f.MaxID
-			b.step, b.rowStep, b.lastFetch, b.fetchTook = f.Size, f.Step, ended, ended.Sub(began)
-			b.failing, b.lastErr = false, nil
-		} else {
-			b.failing, b.lastErr = true, err
-		}
-		close(b.ready)
-		b.ready = make(chan struct{})
-		if err == nil || isFinal(err) || b.a.closed.Load() {
-			b.fetching = false
-			b.mu.Unlock()
-			return
-		}
-		b.mu.Unlock()
-		select { // a poke from before this attempt is answered by it
-		case <-b.poke:
-		default:
-		}
-
-		// Equal jitter: half the backoff fixed, half random. After an
-		// outage every tag of every instance failed at about the same
-		// moment; without it they would all retry in lockstep, each
-		// retry a burst on the store just back. The fixed half keeps a
-		// tag's retries at least backoff/2 apart.
-		t := time.NewTimer(backoff/2 + b.randN(backoff/2+1))
-		select {
-		case <-t.C:
-		case <-b.poke:
-			t.Stop()
-		case <-b.a.closing:
-			t.Stop()
-			b.mu.Lock()
-			b.fetching = false
-			b.mu.Unlock()
-			return
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// nextStepLocked is Leaf's adaptive step: a segment that lasted under
-// TargetDuration doubles the step, one that lasted twice that halves it, never
-// below the row's step nor (unless the row's step is larger) above MaxStep.
-// 0 asks the store for the row's own step.
-func (b *buffer) nextStepLocked() int64 {
-	if b.step == 0 {
-		return 0
-	}
-	step := b.step
-	lasted := b.a.now().Sub(b.lastFetch)
-	switch {
-	case lasted < TargetDuration:
-		if 2*step <= b.a.cfg.MaxStep {
-			step *= 2
-		}
-	case lasted >= 2*TargetDuration:
-		step /= 2
-	}
-	return max(step, b.rowStep)
 }

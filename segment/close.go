@@ -61,7 +61,14 @@ func (a *Allocator) waitGoroutines(ctx context.Context) error {
 // back the unused sequence numbers, whose IDs are then issued after a
 // restart, once. A span clamped to its format's last number compares
 // max_id with the store's value (top), beyond end; only IDs are counted.
+//
+// A dated tag gives back the unused rest of its current period's range
+// (and of the next period's, if fetched ahead) to the period's counter;
+// a period that has ended gives back nothing (dated_close.go).
 func (b *buffer) giveBack(ctx context.Context) error {
+	if b.dated != nil {
+		return b.dated.giveBack(ctx)
+	}
 	b.mu.Lock()
 	s := b.cur.Load()
 	b.cur.Store(emptySpan())
@@ -90,7 +97,13 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	}
 	b.waste(interleaved, WasteInterleaved)
 	log := b.a.cfg.Logger
-	ok, err := b.a.store.GiveBack(ctx, b.tag, last.top, low-1)
+	var ok bool
+	var err error
+	if b.per != nil {
+		ok, err = b.a.periods.GiveBackPeriod(ctx, b.tag, b.per.key.Stamp, last.top, low-1)
+	} else {
+		ok, err = b.a.store.GiveBack(ctx, b.tag, last.top, low-1)
+	}
 	n, notBack := last.end-low+1, interleaved
 	switch {
 	case err != nil:
@@ -100,10 +113,15 @@ func (b *buffer) giveBack(ctx context.Context) error {
 		b.waste(n, WasteGiveBackRefused)
 		notBack += n
 	default:
-		log.Info("gave back unused IDs", "app_tag", b.tag, "ids", n, "next_id", low)
-		b.mu.Lock()
-		b.givenBack += n
-		b.mu.Unlock()
+		if b.per != nil {
+			log.Info("gave back unused IDs", "app_tag", b.tag, "period", b.per.key.Stamp, "ids", n, "next_id", low)
+		} else {
+			log.Info("gave back unused IDs", "app_tag", b.tag, "ids", n, "next_id", low)
+		}
+		o := b.owner()
+		o.mu.Lock()
+		o.givenBack += n
+		o.mu.Unlock()
 		if obs := b.a.cfg.Observer; obs != nil {
 			obs.GaveBack(b.tag, n)
 		}

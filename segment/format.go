@@ -6,6 +6,7 @@ import (
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/scramble"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // A tag's format (API.md §7) is fixed when it is created and decides how
@@ -23,6 +24,10 @@ import (
 // uniqueness of the IDs (the permutation is a bijection). Sequential and
 // fixed_length IDs strictly increase per instance, as the sequence does;
 // scrambled IDs do not, by design: they are unique, in no order.
+//
+// dated (API.md §11) counts its sequence per (tag, period) instead, each
+// period from the tag's start to 10^length − 1, and writes the period's
+// stamp before it: see dated_buffer.go.
 
 // Length bounds per format (API.md §7).
 const (
@@ -37,9 +42,9 @@ const (
 // Errors of a tag's format, for CheckNewTag and CheckFormat. The length
 // errors name the format they are for; all are ErrInvalidLength.
 var (
-	// ErrInvalidFormat: a format other than sequential, fixed_length and
-	// scrambled.
-	ErrInvalidFormat = invalid("format", "must be sequential, fixed_length or scrambled", nil)
+	// ErrInvalidFormat: a format other than sequential, fixed_length,
+	// scrambled and dated.
+	ErrInvalidFormat = invalid("format", "must be sequential, fixed_length, scrambled or dated", nil)
 	// ErrInvalidLength: a length outside its format's range: none (0) for
 	// sequential, 1 to 18 for fixed_length, 6 to 18 for scrambled.
 	ErrInvalidLength = invalid("length", "must be absent for format sequential, from 1 to 18 for fixed_length, from 6 to 18 for scrambled", nil)
@@ -125,31 +130,36 @@ func checkNewFormat(t *Tag, start *int64, length int64) error {
 		if t.Start != 1 {
 			return errStartScrambled
 		}
-	default:
+	default: // dated is checkNewDated's
 		return ErrInvalidFormat
 	}
 	return nil
 }
 
-// CheckFormat reports whether t's Format, Length and FormatKey are a
-// format the allocator can serve: Format "" or sequential with Length 0
-// and no key; fixed_length with Length 1 to 18 and no key; scrambled with
-// Length 6 to 18 and a key of 16, 24 or 32 bytes. Stores apply it to every
-// row they create, since a migration creates rows without CheckNewTag.
-// Errors: ErrInvalidFormat, ErrInvalidLength, or a fault for the key.
+// CheckFormat reports whether t's Format, Length, Start, FormatKey and
+// FormatSpec are a format the allocator can serve: Format "" or
+// sequential with Length 0 and no key; fixed_length with Length 1 to 18
+// and no key; scrambled with Length 6 to 18 and a key of 16, 24 or 32
+// bytes; dated with a FormatSpec dated.ParseSpec reads, and a Length and
+// Start its period allows. Only dated has a FormatSpec. Stores apply it
+// to every row they create, since a migration creates rows without
+// CheckNewTag. Errors: ErrInvalidFormat, ErrInvalidLength, dated's errors
+// naming their field (dated.ErrInvalidSpec, dated.ErrInvalidLength, ...),
+// or a fault for the key.
 func CheckFormat(t Tag) error {
 	_, err := formatOf(t)
 	return err
 }
 
 // tagFormat is how a buffer serves its tag: the highest sequence number
-// the format has IDs for, and the permutation of a scrambled tag (nil
-// for the others).
+// the format has IDs for (for dated, in each period), the permutation of
+// a scrambled tag and the format of a dated one (nil for the others).
 type tagFormat struct {
 	format Format
 	length int
 	limit  int64
 	perm   *scramble.Permutation
+	dated  *dated.Format
 }
 
 // formatOf checks t's format fields and returns how to serve them.
@@ -160,6 +170,9 @@ func formatOf(t Tag) (tagFormat, error) {
 	}
 	if f.format != FormatScrambled && len(t.FormatKey) != 0 {
 		return f, errors.New("a format_key on a tag that is not scrambled")
+	}
+	if f.format != FormatDated && t.FormatSpec != "" {
+		return f, errSpecNotDated
 	}
 	switch f.format {
 	case FormatSequential:
@@ -183,6 +196,12 @@ func formatOf(t Tag) (tagFormat, error) {
 		}
 		f.perm = p
 		f.limit = int64(p.Size())
+	case FormatDated:
+		d, err := datedFormatOf(t)
+		if err != nil {
+			return f, err
+		}
+		f.dated, f.limit = d, d.MaxSeq()
 	default:
 		return f, ErrInvalidFormat
 	}

@@ -29,7 +29,7 @@ func TestCheckRow(t *testing.T) {
 		{"negative start", segment.Tag{AppTag: "ok", Step: 1, Start: -1}, "start -1 is below 1", segment.ErrInvalidStart},
 		{"negative max_id", segment.Tag{AppTag: "ok", Step: 1, MaxID: -1}, "max_id -1 is negative", segment.ErrInvalidStart},
 		{"long description", segment.Tag{AppTag: "ok", Step: 1, Description: strings.Repeat("é", 257)}, "description longer than 256 characters", segment.ErrInvalidDescription},
-		{"unknown format", segment.Tag{AppTag: "ok", Step: 1, Format: "hex"}, "number format: invalid format: must be sequential, fixed_length or scrambled", segment.ErrInvalidFormat},
+		{"unknown format", segment.Tag{AppTag: "ok", Step: 1, Format: "hex"}, "number format: invalid format: must be sequential, fixed_length, scrambled or dated", segment.ErrInvalidFormat},
 		{"step before format", segment.Tag{AppTag: "ok", Format: "hex"}, "step 0 is below 1", segment.ErrInvalidStep},
 	}
 	for _, tt := range tests {

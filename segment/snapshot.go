@@ -8,7 +8,9 @@ import (
 
 // TagSnapshot is TagStats with the shape of the tag's double buffer: what
 // Leaf's /cache page shows, for idalloc's monitor page. Like TagStats it
-// never carries a scrambled tag's key.
+// never carries a scrambled tag's key. A dated tag's is the shape of its
+// current period's double buffer, its MaxID that period's counter as
+// last seen (Period.Counter), and its fetch fields that period's.
 type TagSnapshot struct {
 	TagStats
 	// CurrentLeft and CurrentSize are the current segment's unclaimed IDs
@@ -68,6 +70,9 @@ func (a *Allocator) AppendSnapshots(dst []TagSnapshot) []TagSnapshot {
 }
 
 func (b *buffer) snapshot() TagSnapshot {
+	if b.dated != nil {
+		return b.dated.snapshot()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	snap := TagSnapshot{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/scramble"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // Format is how a tag's numbers are served (API.md §7).
@@ -51,10 +52,14 @@ func ValidTag(s string) bool {
 // NewTag is a tag as a client asks for it, before the defaults: what
 // Allocator.CreateTag and CheckNewTag take. What a client may leave out
 // is said explicitly, so no front end has to stand in for a value it was
-// not sent: Start nil, Format "" and Length 0 are "not given".
+// not sent: Start nil, Format "", Length 0 and Step 0 are "not given", as
+// are the dated fields' "" (for Prefix and Separator "" is also the
+// default, none).
 type NewTag struct {
 	AppTag string
-	Step   int64
+	// Step is the fetch size; 0 when not given, which only format dated
+	// takes: its default is DefaultDatedStep (API.md §11).
+	Step int64
 	// Start is the tag's first ID, nil when not given: the format's
 	// first ID. A given start is checked as given: 0 is below every
 	// format's first ID, so it is refused as the start it is.
@@ -62,29 +67,47 @@ type NewTag struct {
 	Description string
 	// Format is "" when not given: sequential.
 	Format Format
-	// Length is the digit count of a fixed_length or scrambled tag, 0
-	// when not given. It is an int64 so that a front end hands over any
-	// integer it read; the range is checked here.
+	// Length is the digit count of a fixed_length or scrambled tag, or of
+	// a dated tag's sequence part, 0 when not given. It is an int64 so
+	// that a front end hands over any integer it read; the range is
+	// checked here.
 	Length int64
+
+	// The settings of format dated (API.md §11), "" when not given; a
+	// tag of another format refuses each one given. Period is when the
+	// sequence restarts (day by default), TimeZone the IANA zone it is
+	// read in (UTC by default), Prefix and Separator the text around the
+	// stamp (none by default).
+	Period    dated.Period
+	TimeZone  string
+	Prefix    string
+	Separator string
 }
 
 // CheckNewTag applies a new tag's defaults to n and checks every field as
 // Allocator.CreateTag does, with maxStep the cap of Step. Defaults: Format
 // "" is sequential; Start nil is the format's first ID (1; for fixed_length
 // 10^(Length−1), which a smaller Start is raised to as well; scrambled
-// takes no other start). It returns the tag as it is to be stored (AppTag,
-// Step, Start, Description, Format, Length; no MaxID, time or key), or an
-// *errs.Error of KindInvalid for the first field at fault, in the order app_tag, step,
-// format, length, start, description: ErrInvalidTag; an error naming the
-// cap that is also ErrInvalidStep; ErrInvalidFormat; an error naming the
-// format's range that is also ErrInvalidLength (sequential takes no
-// length, fixed_length 1 to 18, scrambled 6 to 18); ErrInvalidStart, or
-// an error naming the format's range that is also ErrInvalidStart
-// (fixed_length: below 10^Length; scrambled: absent or 1);
-// ErrInvalidDescription (too long), or ErrDescriptionNotText, which is
-// also ErrInvalidDescription (not UTF-8, or a control character in it: a
-// description is one line of text). It neither reads nor makes FormatKey:
-// the Allocator makes a scrambled tag's key.
+// takes no other start; dated, the first sequence number of every
+// period, 1); a dated tag's Step 0 is DefaultDatedStep (or maxStep, if
+// lower), its Length 0 is 6, its Period day and its TimeZone UTC. It
+// returns the tag as it is to be stored (AppTag, Step, Start,
+// Description, Format, Length, and a dated tag's FormatSpec; no MaxID,
+// time or key), or an *errs.Error of KindInvalid for the first field at
+// fault, in the order app_tag, step, format, the dated fields, length,
+// start, description: ErrInvalidTag; an error naming the cap that is
+// also ErrInvalidStep; ErrInvalidFormat; for a tag of another format
+// than dated, an error naming the dated field given, which is
+// ErrDatedOnly; for a dated tag, dated.New's error for period,
+// time_zone, length, prefix, separator or start (dated.ErrInvalidPeriod,
+// ...); an error naming the format's range that is also ErrInvalidLength
+// (sequential takes no length, fixed_length 1 to 18, scrambled 6 to 18);
+// ErrInvalidStart, or an error naming the format's range that is also
+// ErrInvalidStart (fixed_length: below 10^Length; scrambled: absent or
+// 1); ErrInvalidDescription (too long), or ErrDescriptionNotText, which
+// is also ErrInvalidDescription (not UTF-8, or a control character in
+// it: a description is one line of text). It neither reads nor makes
+// FormatKey: the Allocator makes a scrambled tag's key.
 //
 // Every rule a new tag must meet lives here, so that HTTP and RESP refuse
 // the same tags in the same words.
@@ -100,6 +123,9 @@ func stepError(maxStep int64) *errs.Error {
 // checkNewTag is CheckNewTag with the step error made ahead, as the
 // Allocator does in New; nil makes it here.
 func checkNewTag(n NewTag, maxStep int64, errStep *errs.Error) (Tag, error) {
+	if n.Step == 0 && n.Format == FormatDated {
+		n.Step = min(DefaultDatedStep, maxStep)
+	}
 	switch {
 	case !ValidTag(n.AppTag):
 		return Tag{}, ErrInvalidTag
@@ -110,7 +136,7 @@ func checkNewTag(n NewTag, maxStep int64, errStep *errs.Error) (Tag, error) {
 		return Tag{}, errStep
 	}
 	t := Tag{AppTag: n.AppTag, Step: n.Step, Description: n.Description, Format: n.Format}
-	if err := checkNewFormat(&t, n.Start, n.Length); err != nil {
+	if err := checkFormatFields(&t, n); err != nil {
 		return Tag{}, err
 	}
 	switch {
@@ -141,8 +167,9 @@ func isText(s string) bool {
 // store, so listing tags costs the store nothing however often it is
 // asked. Format is never empty (a row from before formats is sequential),
 // and FormatKey is always nil: a scrambled tag's key stays in the store and
-// this allocator's permutation, so no front end can show it. The slice is
-// shared: do not modify it.
+// this allocator's permutation, so no front end can show it; a dated
+// tag's FormatSpec, which holds no secret, is there. The slice is shared:
+// do not modify it.
 func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 
 // CreateTag adds a tag to the store and serves it at once, in its format.
@@ -156,12 +183,16 @@ func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 // ErrInvalidFormat, ErrInvalidLength, ErrInvalidStart,
 // ErrInvalidDescription, ErrDescriptionNotText), ErrTagExists,
 // ErrFormatUnsupported (the store cannot keep formats yet; its words say
-// how to upgrade it), ErrUnavailable (a store fault, or no key could be
-// made).
+// how to upgrade it; or, for a dated tag, ErrDatedUnsupported: the store
+// keeps no per-period counters), ErrUnavailable (a store fault, or no key
+// could be made), and dated's errors for a dated tag's fields.
 func (a *Allocator) CreateTag(ctx context.Context, n NewTag) (Tag, error) {
 	t, err := checkNewTag(n, a.cfg.MaxStep, a.errStep)
 	if err != nil {
 		return Tag{}, err
+	}
+	if t.Format == FormatDated && a.periods == nil {
+		return Tag{}, ErrDatedUnsupported
 	}
 	if t.Format == FormatScrambled {
 		t.FormatKey = make([]byte, scramble.KeySize)

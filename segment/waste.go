@@ -32,11 +32,16 @@ const (
 	WasteGiveBackRefused WasteReason = "give_back_refused"
 	// WasteGiveBackFailed: at Close, the store failed the give-back.
 	WasteGiveBackFailed WasteReason = "give_back_failed"
+	// WastePeriodEnded: a dated tag's numbers of a period that ended
+	// before they were issued (the rest of its ranges, a range that
+	// arrived after it ended, a batch its end cut short), which are never
+	// issued after its end, nor given back.
+	WastePeriodEnded WasteReason = "period_ended"
 )
 
 // WasteReasons lists every WasteReason, for metrics to expose at 0.
 func WasteReasons() []WasteReason {
-	return []WasteReason{WasteBatch, WasteInterleaved, WasteGiveBackRefused, WasteGiveBackFailed}
+	return []WasteReason{WasteBatch, WasteInterleaved, WasteGiveBackRefused, WasteGiveBackFailed, WastePeriodEnded}
 }
 
 // ErrFetchTimedOut wraps the error of a Store.Fetch that failed after its
@@ -46,26 +51,52 @@ func WasteReasons() []WasteReason {
 // not counted as wasted. It is retried like any store fault.
 var ErrFetchTimedOut = errors.New("segment fetch timed out; the store may have reserved the range all the same, which is then never used")
 
+// owner is the buffer that counts b's IDs given back and wasted: b, or
+// for a dated tag's period buffer, the tag's buffer, whose counts
+// outlive its periods.
+func (b *buffer) owner() *buffer {
+	if b.per != nil {
+		return b.per.d.head
+	}
+	return b
+}
+
 // timedStore is the allocator's view of its store: it marks a Fetch that
 // failed after its context's deadline with ErrFetchTimedOut.
 type timedStore struct{ Store }
 
 func (s timedStore) Fetch(ctx context.Context, tag string, step int64) (Fetched, error) {
 	f, err := s.Store.Fetch(ctx, tag, step)
+	return f, timedOut(ctx, err)
+}
+
+// timedPeriods is timedStore for a PeriodStore.
+type timedPeriods struct{ PeriodStore }
+
+func (s timedPeriods) FetchPeriod(ctx context.Context, tag string, stamp, start, limit, step int64) (Fetched, error) {
+	f, err := s.PeriodStore.FetchPeriod(ctx, tag, stamp, start, limit, step)
+	return f, timedOut(ctx, err)
+}
+
+// timedOut marks err, a fetch's, with ErrFetchTimedOut when it failed
+// after ctx's deadline.
+func timedOut(ctx context.Context, err error) error {
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !isFinal(err) {
 		err = fmt.Errorf("%w: %w", ErrFetchTimedOut, err)
 	}
-	return f, err
+	return err
 }
 
-// waste records n IDs of b's that will never be issued.
+// waste records n IDs of b's that will never be issued. A dated tag's
+// period buffers count them on the tag's buffer (owner).
 func (b *buffer) waste(n int64, why WasteReason) {
 	if n <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.wasted += n
-	b.mu.Unlock()
+	o := b.owner()
+	o.mu.Lock()
+	o.wasted += n
+	o.mu.Unlock()
 	if obs := b.a.cfg.Observer; obs != nil {
 		obs.Wasted(b.tag, n, why)
 	}

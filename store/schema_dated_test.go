@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
@@ -22,19 +23,7 @@ func beforeDated(t *testing.T, d storetest.Driver) storetest.DB {
 
 // datedTag is a dated tag as the allocator creates it.
 var datedTag = segment.Tag{AppTag: "ord", Step: 10, Start: 1, Format: segment.FormatDated, Length: 6,
-	FormatSpec: `{"period":"day"}`}
-
-// datedRowsAllowed reports whether segment.CheckRow lets a store create
-// datedTag; until the allocator's side of dated tags allows them, the
-// steps that create one are left out, and the log says so.
-func datedRowsAllowed(t *testing.T) bool {
-	t.Helper()
-	if err := segment.CheckRow(datedTag); errors.Is(err, segment.ErrInvalidFormat) {
-		t.Logf("segment.CheckRow refuses dated rows yet (%v): creating one is not tried", err)
-		return false
-	}
-	return true
-}
+	FormatSpec: dated.Settings{}.Spec()}
 
 // openStore opens db as a start does, with or without -init-schema, and
 // returns what InitSchema reported.
@@ -81,10 +70,7 @@ func TestServerDatabaseBeforeDated(t *testing.T) {
 			if err := st.CreateTag(ctx, segment.Tag{AppTag: "seq", Step: 10}); err != nil {
 				t.Errorf("CreateTag(sequential): %v", err)
 			}
-			allowed := datedRowsAllowed(t)
-			if allowed {
-				checkDatedRefusedThenPasted(t, db, st)
-			}
+			checkDatedRefusedThenPasted(t, db, st)
 
 			// An operator's row: segments holds a dated tag without its counters.
 			db.Exec(t, "DROP TABLE IF EXISTS segment_periods",
@@ -96,10 +82,8 @@ func TestServerDatabaseBeforeDated(t *testing.T) {
 					"want %v naming the table, -init-schema and the dated tags", err, store.ErrMissingTables)
 			}
 
+			// format_spec was added by hand above, as the refusal said.
 			wantReports := [][]string{{"created table segment_periods"}, nil}
-			if !allowed { // format_spec was not added by hand
-				wantReports[0] = []string{"added columns format_spec to segments", "created table segment_periods"}
-			}
 			for i, want := range wantReports {
 				if _, reports, err := openStore(t, db, true); err != nil || !slices.Equal(reports, want) {
 					t.Errorf("start with -init-schema #%d: reported %q, %v; want %q", i+1, reports, err, want)
@@ -166,10 +150,8 @@ func TestSQLiteBeforeDated(t *testing.T) {
 	if f, err := st.FetchPeriod(ctx, "test_business", 20261126, 5, 999_999, 0); err != nil || f.MaxID != 100_004 {
 		t.Errorf("FetchPeriod on the upgraded file = %+v, %v; want (4, 100004]", f, err)
 	}
-	if datedRowsAllowed(t) {
-		if err := st.CreateTag(ctx, datedTag); err != nil {
-			t.Fatalf("CreateTag(dated) on the upgraded file: %v", err)
-		}
+	if err := st.CreateTag(ctx, datedTag); err != nil {
+		t.Fatalf("CreateTag(dated) on the upgraded file: %v", err)
 	}
 	tags, err = db.OpenReadOnly(t).Tags(ctx)
 	if g := tagNamed(t, tags, err, "test_business"); g.Start != 1 || g.MaxID != 0 {

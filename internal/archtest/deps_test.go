@@ -48,7 +48,7 @@ var rules = []rule{
 	// segment's tests run the allocator on the real stores
 	// (drivers_test.go imports store/storetest, which imports workerlease),
 	// so this rule holds for its code only.
-	{pkg: "segment", only: []string{"scramble"},
+	{pkg: "segment", only: []string{"scramble", "segment/dated"},
 		why: "segment and workerlease stay apart; the domain never imports a store or a front end"},
 	{pkg: "frontend", only: []string{}, tests: true,
 		why: "the front-end shape (serve, drain, cut, the connection cap, the stop) imports nothing of ours: every front end imports it"},

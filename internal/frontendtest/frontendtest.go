@@ -113,7 +113,7 @@ const (
 	msgInvalidToken   = "invalid token: want 22 base64url characters"
 	msgNotAssigned    = "worker ID is not assigned"
 
-	msgInvalidFormat    = "invalid format: must be sequential, fixed_length or scrambled"
+	msgInvalidFormat    = "invalid format: must be sequential, fixed_length, scrambled or dated"
 	msgLengthSequential = "invalid length: must be absent (or 0) for format sequential; send format fixed_length or scrambled for IDs of a fixed number of digits"
 	msgLengthFixed      = "invalid length: must be from 1 to 18 for format fixed_length"
 	msgLengthScrambled  = "invalid length: must be from 6 to 18 for format scrambled"

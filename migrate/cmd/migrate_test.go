@@ -264,7 +264,7 @@ func TestRefusal(t *testing.T) {
 		{segment.Tag{AppTag: "ok", Step: 1, MaxID: -1}, "max_id -1 is negative"},
 		{segment.Tag{AppTag: "ok", Step: 1, MaxID: segment.MaxUsableID}, "max_id 9223372032559808511 leaves no ID up to idalloc's highest, 9223372032559808511"},
 		{segment.Tag{AppTag: "ok", Step: 1, Description: strings.Repeat("é", 257)}, "description longer than 256 characters"},
-		{segment.Tag{AppTag: "ok", Step: 1, Format: "hex"}, "number format: invalid format: must be sequential, fixed_length or scrambled"},
+		{segment.Tag{AppTag: "ok", Step: 1, Format: "hex"}, "number format: invalid format: must be sequential, fixed_length, scrambled or dated"},
 		{segment.Tag{AppTag: "ok", Step: 1, Format: segment.FormatScrambled, Length: 8}, "number format: scrambled tag: key of 0 bytes: scrambled key must be 16, 24 or 32 bytes"},
 		{segment.Tag{AppTag: "ok", Step: 1, Format: segment.FormatFixedLength, Length: 4}, ""},
 	} {
