@@ -5,9 +5,10 @@
 // forgotten its last writes, so instances started afterwards would be
 // handed ranges and worker IDs that the lost writes gave out already.
 // Advance moves every tag's max_id past what the lost fetches could have
-// reserved, and every worker lease's last_timestamp_ms past any timestamp a
-// forgotten holder could have used, each by a compare-and-set that never
-// lowers it.
+// reserved, the counters of dated tags' current periods likewise
+// (dated.go), and every worker lease's last_timestamp_ms past any
+// timestamp a forgotten holder could have used, each by a compare-and-set
+// that never lowers it.
 //
 // The package imports the domain only: the stores come in through the
 // small interfaces Segments and Leases, which package store, redislease
@@ -20,14 +21,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Segments is a store whose tags Advance moves (package store's).
+// Segments is a store whose tags Advance moves (package store's). Its
+// dated tags' counters move only if it is Periods too (package store's
+// through migrate/cmd's adapter).
 type Segments interface {
 	// Tags lists every row, ordered by app_tag.
 	Tags(ctx context.Context) ([]segment.Tag, error)
@@ -59,6 +61,11 @@ type Advance struct {
 	Estimate Estimate
 	// Tags limits the move to these tags; nil means every tag.
 	Tags []string
+	// MaxClockSkew is the instances' dated.max_clock_skew, the bound of
+	// their clocks and of this machine's by the store's, which the
+	// periods of dated tags are chosen by; 0 means
+	// segment.DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 
 	// Leases moves the worker leases' last_timestamp_ms.
 	Leases bool
@@ -73,7 +80,8 @@ type Advance struct {
 
 	// DryRun reads and reports, and writes nothing.
 	DryRun bool
-	// Now is the clock LeaseFor counts from; nil means time.Now.
+	// Now is the clock LeaseFor counts from and dated tags' periods are
+	// read from; nil means time.Now.
 	Now func() time.Time
 	// Report receives each line of output; nil discards them.
 	Report func(line string)
@@ -81,11 +89,12 @@ type Advance struct {
 
 // tally is what Run moved (or, in a dry run, would have moved).
 type tally struct {
-	Tags   int   // tags moved
-	IDs    int64 // the sum of their moves
-	Leases int   // worker IDs seen
-	Raised int   // worker IDs raised (the others were past the floor)
-	ToMS   int64 // the leases' floor
+	Tags    int   // tags moved
+	Periods int   // periods of dated tags moved, among them
+	IDs     int64 // the sum of their moves
+	Leases  int   // worker IDs seen
+	Raised  int   // worker IDs raised (the others were past the floor)
+	ToMS    int64 // the leases' floor
 }
 
 // Check refuses what Run cannot do: nothing to move, -by and -for
@@ -136,20 +145,25 @@ func (a Advance) leaseFor() time.Duration {
 	return max(a.Estimate.For, a.LeaseMin)
 }
 
-// move is one tag's planned move.
+// move is one tag's planned move, or one period's of a dated tag.
 type move struct {
 	tag   string
-	maxID int64 // as read
+	maxID int64 // as read; not for a period
 	by    int64
+
+	period              bool
+	stamp, start, limit int64 // a period's: dated's stamp, first and last number
 }
 
 // Run checks a, then moves the tags in segs and raises the leases in
-// leases (either nil when a leaves it), reporting one line per tag and per
-// worker ID and a summary. Every tag is checked before the first moves: an
-// unknown tag, or a move that would pass a tag's last number (a
-// fixed_length or scrambled tag's digits), is refused with nothing
-// changed. A store failing midway leaves what moved moved (each line
-// printed says what); running again is safe, it only moves further.
+// leases (either nil when a leaves it), reporting one line per tag (per
+// period, for a dated tag) and per worker ID and a summary. Every tag is
+// checked before the first moves: an unknown tag, a move that would pass
+// a tag's last number (a fixed_length or scrambled tag's digits; a dated
+// period's move is clamped there instead), or dated tags with this
+// machine's clock off the store's, is refused with nothing changed. A
+// store failing midway leaves what moved moved (each line printed says
+// what); running again is safe, it only moves further.
 func (a Advance) Run(ctx context.Context, segs Segments, leases Leases) error {
 	if err := a.Check(); err != nil {
 		return err
@@ -158,35 +172,49 @@ func (a Advance) Run(ctx context.Context, segs Segments, leases Leases) error {
 		return errors.New("advance: no store to move")
 	}
 	var sum tally
-	var moves []move
+	var p plan
 	if a.Segments {
 		var err error
-		if moves, err = a.plan(ctx, segs); err != nil {
+		if p, err = a.plan(ctx, segs); err != nil {
 			return err
 		}
 		if a.By == 0 {
 			a.say(a.Estimate.String())
-		}
-	}
-	for _, m := range moves {
-		from, to := m.maxID, m.maxID+m.by
-		if !a.DryRun {
-			var err error
-			if from, to, err = segs.AdvanceTag(ctx, m.tag, m.by); err != nil {
-				a.say(a.summary(sum))
-				return err
+			if p.dated != "" {
+				a.say(a.Estimate.DatedString())
 			}
 		}
-		sum.Tags++
-		sum.IDs += to - from
-		a.say(fmt.Sprintf("tag %s: max_id %d → %d%s", shown(m.tag), from, to, a.dry()))
+		if p.dated != "" {
+			a.say(p.dated)
+		}
+		for _, n := range p.notes {
+			a.say(n)
+		}
+	}
+	var counters map[periodOf]int64
+	if a.DryRun && p.dated != "" {
+		var err error
+		if counters, err = countersOf(ctx, p.periods); err != nil {
+			return err
+		}
+	}
+	for i, m := range p.moves {
+		line, moved, err := a.apply(ctx, segs, p.periods, m, counters)
+		if err != nil {
+			a.say(a.summary(sum))
+			return err
+		}
+		if i == 0 || p.moves[i-1].tag != m.tag {
+			sum.Tags++
+		}
+		if m.period {
+			sum.Periods++
+		}
+		sum.IDs += moved
+		a.say(line)
 	}
 	if a.Leases {
-		now := time.Now
-		if a.Now != nil {
-			now = a.Now
-		}
-		sum.ToMS = now().Add(a.leaseFor()).UnixMilli()
+		sum.ToMS = a.now().Add(a.leaseFor()).UnixMilli()
 		err := leases.AdvanceLeases(ctx, sum.ToMS, a.DryRun, func(cluster string, workerID, fromMS, toMS int64) {
 			sum.Leases++
 			line := fmt.Sprintf("lease cluster %s worker %d: last_timestamp_ms ", cluster, workerID)
@@ -207,24 +235,72 @@ func (a Advance) Run(ctx context.Context, segs Segments, leases Leases) error {
 	return nil
 }
 
+// apply makes move m (or, in a dry run, reports it from what was read)
+// and returns its line of output and how many IDs it moved.
+func (a Advance) apply(ctx context.Context, segs Segments, periods Periods, m move, counters map[periodOf]int64) (string, int64, error) {
+	if m.period {
+		return a.movePeriod(ctx, periods, m, counters)
+	}
+	from, to := m.maxID, m.maxID+m.by
+	if !a.DryRun {
+		var err error
+		if from, to, err = segs.AdvanceTag(ctx, m.tag, m.by); err != nil {
+			return "", 0, err
+		}
+	}
+	return fmt.Sprintf("tag %s: max_id %d → %d%s", shown(m.tag), from, to, a.dry()), to - from, nil
+}
+
+// now reads a's clock.
+func (a Advance) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// plan is what Run moves: the moves in order, by tag; for dated tags, the
+// line saying which periods and why (empty when none is moved), the notes
+// of periods left out, and the store's counters they move in.
+type plan struct {
+	moves   []move
+	dated   string
+	notes   []string
+	periods Periods
+}
+
 // plan reads the tags and sizes each move, refusing unknown tags and moves
-// past a tag's last number, all of them at once.
-func (a Advance) plan(ctx context.Context, segs Segments) ([]move, error) {
+// past a tag's last number, all of them at once; with dated tags among
+// them, also this machine's clock if the store's disagrees.
+func (a Advance) plan(ctx context.Context, segs Segments) (plan, error) {
 	rows, err := segs.Tags(ctx)
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	named, found := map[string]bool{}, map[string]bool{}
 	for _, t := range a.Tags {
 		named[t] = true
 	}
-	var moves []move
+	var p plan
 	var refused []error
+	now := a.now()
 	for _, r := range rows {
 		if len(named) > 0 && !named[r.AppTag] {
 			continue
 		}
 		found[r.AppTag] = true
+		if r.Format == segment.FormatDated {
+			moves, note, err := a.planDated(r, now)
+			if err != nil {
+				refused = append(refused, fmt.Errorf("tag %q: %w", r.AppTag, err))
+				continue
+			}
+			p.moves = append(p.moves, moves...)
+			if note != "" {
+				p.notes = append(p.notes, note)
+			}
+			continue
+		}
 		by := a.By
 		if by == 0 {
 			if by, err = a.Estimate.By(r.Step); err != nil {
@@ -242,7 +318,7 @@ func (a Advance) plan(ctx context.Context, segs Segments) ([]move, error) {
 				"leave it out of -tags, or give a smaller -by", r.AppTag, r.MaxID, by, last, formatName(r)))
 			continue
 		}
-		moves = append(moves, move{tag: r.AppTag, maxID: r.MaxID, by: by})
+		p.moves = append(p.moves, move{tag: r.AppTag, maxID: r.MaxID, by: by})
 	}
 	for _, t := range a.Tags {
 		if !found[t] {
@@ -251,65 +327,22 @@ func (a Advance) plan(ctx context.Context, segs Segments) ([]move, error) {
 		}
 	}
 	if len(refused) > 0 {
-		return nil, fmt.Errorf("nothing moved: %w", errors.Join(refused...))
+		return plan{}, fmt.Errorf("nothing moved: %w", errors.Join(refused...))
 	}
-	return moves, nil
-}
-
-func (a Advance) say(line string) {
-	if a.Report != nil {
-		a.Report(line)
+	if i := slices.IndexFunc(p.moves, func(m move) bool { return m.period }); i >= 0 {
+		var ok bool
+		if p.periods, ok = segs.(Periods); !ok {
+			return plan{}, fmt.Errorf("nothing moved: tag %q is dated, and this store's period counters cannot be moved: "+
+				"leave it out of -tags", p.moves[i].tag)
+		}
+		skew, err := a.checkClock(ctx, p.periods)
+		if err != nil {
+			return plan{}, err
+		}
+		from, to := a.window(now)
+		p.dated = fmt.Sprintf("dated tags: the counters of each one's previous period and of every period meeting %s to %s move "+
+			"(this machine's clock, %v from the store's; max_clock_skew %v)", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339),
+			skew.Round(time.Millisecond), a.clockBound())
 	}
-}
-
-func (a Advance) dry() string {
-	if a.DryRun {
-		return " (dry run)"
-	}
-	return ""
-}
-
-// summary is the last line of the output.
-func (a Advance) summary(s tally) string {
-	var parts []string
-	if a.Segments {
-		parts = append(parts, fmt.Sprintf("%s moved, %d IDs in all", plural(s.Tags, "tag"), s.IDs))
-	}
-	switch {
-	case a.Leases && s.ToMS == 0:
-		parts = append(parts, "worker leases not reached")
-	case a.Leases:
-		parts = append(parts, fmt.Sprintf("%d of %s raised to last_timestamp_ms %d (%s, now + %s)",
-			s.Raised, plural(s.Leases, "worker lease"), s.ToMS, time.UnixMilli(s.ToMS).UTC().Format(time.RFC3339), a.leaseFor()))
-	}
-	head := "advanced: "
-	if a.DryRun {
-		head = "dry run, nothing written; would have advanced: "
-	}
-	return head + strings.Join(parts, "; ")
-}
-
-// plural is "1 tag", "2 tags".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// shown is a tag's name for the output: quoted unless valid, since a row
-// edited by hand may hold anything a terminal would act on.
-func shown(tag string) string {
-	if segment.ValidTag(tag) {
-		return tag
-	}
-	return strconv.Quote(tag)
-}
-
-// formatName names t's format for a refusal.
-func formatName(t segment.Tag) string {
-	if t.Length == 0 {
-		return string(t.Format)
-	}
-	return fmt.Sprintf("%s(%d)", t.Format, t.Length)
+	return p, nil
 }

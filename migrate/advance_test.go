@@ -11,11 +11,49 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// fakeSegments is a Segments in memory; AdvanceTag of failOn fails.
+// fakeSegments is a Segments in memory; AdvanceTag and AdvancePeriod of
+// failOn fail. Its clock reads now, or testNow when that is zero.
 type fakeSegments struct {
-	rows   []segment.Tag
-	moved  []string // "tag+by", in order
-	failOn string
+	rows     []segment.Tag
+	counters map[periodOf]int64
+	moved    []string // "tag+by", "tag@stamp+by", in order
+	failOn   string
+	now      time.Time
+}
+
+func (f *fakeSegments) AdvancePeriod(_ context.Context, tag string, stamp, start, limit, by int64) (int64, int64, error) {
+	if tag == f.failOn {
+		return 0, 0, fmt.Errorf("advance period %d of %q: store down", stamp, tag)
+	}
+	if f.counters == nil {
+		f.counters = map[periodOf]int64{}
+	}
+	k := periodOf{tag, stamp}
+	from, ok := f.counters[k]
+	if !ok {
+		from = start - 1
+	}
+	if from >= limit {
+		return 0, 0, fmt.Errorf("advance period %d of %q: %w", stamp, tag, segment.ErrExhausted)
+	}
+	f.counters[k] = from + min(by, limit-from)
+	f.moved = append(f.moved, fmt.Sprintf("%s@%d+%d", tag, stamp, by))
+	return from, f.counters[k], nil
+}
+
+func (f *fakeSegments) PeriodCounters(context.Context) ([]PeriodCounter, error) {
+	var out []PeriodCounter
+	for k, v := range f.counters {
+		out = append(out, PeriodCounter{AppTag: k.tag, Stamp: k.stamp, MaxID: v})
+	}
+	return out, nil
+}
+
+func (f *fakeSegments) Now(context.Context) (time.Time, error) {
+	if f.now.IsZero() {
+		return testNow, nil
+	}
+	return f.now, nil
 }
 
 func (f *fakeSegments) Tags(context.Context) ([]segment.Tag, error) { return slices.Clone(f.rows), nil }

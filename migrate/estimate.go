@@ -68,6 +68,33 @@ func (e Estimate) By(step int64) (int64, error) {
 	return by, nil
 }
 
+// ByPeriod returns how far to move the counter of one period, lasting
+// length, of a dated tag whose row's step is step and whose periods have
+// numbers numbers each. It is By with a dated tag's own cap on the
+// adaptive step, 1/100 of a period's numbers (unless the row's step is
+// larger), and the span cut to the period's length, since an instance
+// fetches a period's ranges only while it lasts (its first range a
+// little before, one of the + 2). Sized by the whole span's rate, it errs
+// high as By does, which spends numbers of the period and nothing else.
+func (e Estimate) ByPeriod(step, numbers int64, length time.Duration) (int64, error) {
+	capped := max(min(e.MaxStep, max(1, numbers/datedStepShare)), step)
+	by, ok := mul(capped, Estimate{For: min(e.For, length)}.Segments())
+	if ok {
+		by, ok = mul(by, int64(e.Instances))
+	}
+	if !ok {
+		return 0, errEstimateTooLarge
+	}
+	return by, nil
+}
+
+// DatedString says how the estimate is made for dated tags' periods.
+func (e Estimate) DatedString() string {
+	return fmt.Sprintf("estimate for dated tags: each period moves by max(min(segment.max_step %d, 1/%d of a period's numbers), "+
+		"its step) × (%s, or the period's length if shorter, in %s segments, rounded up, + 2) × %d instance(s)",
+		e.MaxStep, datedStepShare, e.For, segment.TargetDuration, e.Instances)
+}
+
 // String says how the estimate is made, for the command's output.
 func (e Estimate) String() string {
 	return fmt.Sprintf("estimate for %s: each tag moves by max(segment.max_step %d, its step) × %d "+

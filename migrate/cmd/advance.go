@@ -37,6 +37,15 @@ that config names:
     since an instance below its step cap takes at most one cap per 15
     minutes (the adaptive step doubles after a faster segment). A tag that
     ran faster needs -by, from idalloc_ids_issued_total.
+  - for a dated tag, whose row's max_id counts nothing, the counters of its
+    periods instead, by this machine's clock in the tag's time zone (refused
+    when it is off the store's by more than dated.max_clock_skew): the
+    current and the previous period, the next one when it begins within a
+    minute, and with -for every period of the span. Each moves by -by, or by
+    the estimate with the step cap of dated tags (1/100 of a period's
+    numbers) over the span or the period, whichever is shorter. A move
+    stops at the period's last number: its numbers are spent then, which is
+    safe, and the tag answers period_exhausted until the next period.
   - every worker lease's last_timestamp_ms, in every cluster, to at least
     now + -lease-for (default: -for, and never less than snowflake.lease_ttl
     + snowflake.max_drift_error, the longest a forgotten holder may still
@@ -44,8 +53,8 @@ that config names:
 
 Each move is one compare-and-set, retried from the new value when an
 instance wrote in between; nothing is ever lowered. Bad input and unknown
-tags are refused before anything moves. It prints one line per tag and per
-worker lease and a summary. Running it again moves everything further:
+tags are refused before anything moves. It prints one line per tag (per
+period, for a dated tag) and per worker lease and a summary. Running it again moves everything further:
 harmless, but it spends numbers.
 
 Flags:
@@ -92,7 +101,7 @@ func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.configPath, "config", "config.json", "config file (JSON), as the server's")
-	fs.Int64Var(&f.by, "by", 0, "move each tag's max_id forward by this many")
+	fs.Int64Var(&f.by, "by", 0, "move each tag's max_id (a dated tag's period counters) forward by this many")
 	fs.DurationVar(&f.forD, "for", 0, "move each tag by an estimate for this span of lost history (e.g. 2h), and the leases to now + it")
 	tags := fs.String("tags", "", "comma-separated tags to move (default: every tag)")
 	fs.IntVar(&f.instances, "instances", 1, "instances that served the tags meanwhile, for -for's estimate")
@@ -189,7 +198,23 @@ func runAdvance(args []string, stdout, stderr io.Writer, getenv func(string) str
 		defer closeLeases()
 		leases = ls
 	}
-	return a.Run(ctx, st, leases)
+	return a.Run(ctx, advanceStore{st}, leases)
+}
+
+// advanceStore is a store as migrate.Advance moves it: its period
+// counters listed in migrate's type, as that package imports no store.
+type advanceStore struct{ store.Store }
+
+func (s advanceStore) PeriodCounters(ctx context.Context) ([]migrate.PeriodCounter, error) {
+	list, err := s.Periods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]migrate.PeriodCounter, len(list))
+	for i, c := range list {
+		out[i] = migrate.PeriodCounter{AppTag: c.AppTag, Stamp: c.Stamp, MaxID: c.MaxID}
+	}
+	return out, nil
 }
 
 // planAdvance parses args, loads the config they name and checks the run:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 	"github.com/idalloc/idalloc/store"
 )
 
@@ -60,15 +61,18 @@ func (e refusedTagsError) Error() string {
 
 // migrateTags carries every tag idalloc can take, reports each one it
 // cannot with the reason, and then returns a refusedTagsError if any was.
-func migrateTags(ctx context.Context, from tagSource, to segment.Store, report func(string)) error {
+// carried names the tags the target now has as the source has them, whose
+// period counters may follow (migratePeriods).
+func migrateTags(ctx context.Context, from tagSource, to segment.Store, report func(string)) (carried map[string]bool, err error) {
 	src, err := from.Tags(ctx)
 	if err != nil {
-		return fmt.Errorf("read source tags: %w", err)
+		return nil, fmt.Errorf("read source tags: %w", err)
 	}
 	dst, err := to.Tags(ctx)
 	if err != nil {
-		return fmt.Errorf("read target tags: %w", err)
+		return nil, fmt.Errorf("read target tags: %w", err)
 	}
+	carried = make(map[string]bool, len(src))
 	have := make(map[string]segment.Tag, len(dst))
 	for _, t := range dst {
 		have[t.AppTag] = t
@@ -93,6 +97,14 @@ func migrateTags(ctx context.Context, from tagSource, to segment.Store, report f
 		}
 		var line string
 		switch {
+		case t.Format == segment.FormatDated && !ok:
+			// Its row's max_id counts nothing: its start is the first
+			// number of every period, and the counters follow.
+			err = to.CreateTag(ctx, segment.Tag{AppTag: t.AppTag, Step: t.Step, Start: t.Start, Description: t.Description,
+				Format: t.Format, Length: t.Length, FormatSpec: t.FormatSpec})
+			line = fmt.Sprintf("%s: created, %s; its period counters follow", t.AppTag, formatName(t))
+		case t.Format == segment.FormatDated:
+			line = fmt.Sprintf("%s: the target has it as %s already; its period counters follow", t.AppTag, formatName(t))
 		case !ok:
 			// The format, length and a scrambled tag's key come along:
 			// the tag's next IDs continue its sequence in its format.
@@ -106,14 +118,15 @@ func migrateTags(ctx context.Context, from tagSource, to segment.Store, report f
 			line = fmt.Sprintf("%s: target max_id %d already >= %d", t.AppTag, cur.MaxID, t.MaxID)
 		}
 		if err != nil {
-			return fmt.Errorf("migrate %q: %w", t.AppTag, err)
+			return carried, fmt.Errorf("migrate %q: %w", t.AppTag, err)
 		}
+		carried[t.AppTag] = true
 		report(line)
 	}
 	if refused > 0 {
-		return refusedTagsError{refused: refused, total: len(src)}
+		return carried, refusedTagsError{refused: refused, total: len(src)}
 	}
-	return nil
+	return carried, nil
 }
 
 // refusal says why idalloc cannot take t as it is, or "" when it can:
@@ -132,10 +145,14 @@ func refusal(t segment.Tag) string {
 	return ""
 }
 
-// sameFormat reports whether a and b serve their sequence as the same IDs.
+// sameFormat reports whether a and b serve their sequence as the same IDs:
+// for dated tags, the same settings (their spec is canonical, so equal
+// settings are equal text) and the same first number of every period.
 func sameFormat(a, b segment.Tag) bool {
-	return cmp.Or(a.Format, segment.FormatSequential) == cmp.Or(b.Format, segment.FormatSequential) &&
-		a.Length == b.Length && bytes.Equal(a.FormatKey, b.FormatKey)
+	f := cmp.Or(a.Format, segment.FormatSequential)
+	return f == cmp.Or(b.Format, segment.FormatSequential) &&
+		a.Length == b.Length && bytes.Equal(a.FormatKey, b.FormatKey) &&
+		a.FormatSpec == b.FormatSpec && (f != segment.FormatDated || a.Start == b.Start)
 }
 
 // formatName names t's format for a report, without its key.
@@ -145,10 +162,31 @@ func formatName(t segment.Tag) string {
 		return string(f)
 	}
 	s := fmt.Sprintf("%s of length %d", f, t.Length)
-	if f == segment.FormatScrambled {
+	switch f {
+	case segment.FormatScrambled:
 		s += " (with its own key)"
+	case segment.FormatDated:
+		s += datedSettings(t)
 	}
 	return s
+}
+
+// datedSettings are dated row t's settings for a report: what tells two
+// dated formats apart.
+func datedSettings(t segment.Tag) string {
+	d, err := dated.ParseSpec(t.FormatSpec)
+	if err != nil {
+		// %q: the source's text, unchecked.
+		return fmt.Sprintf(" (settings %q, start %d)", t.FormatSpec, t.Start)
+	}
+	s := fmt.Sprintf(" (period %s, time_zone %s", d.Period, d.TimeZone)
+	if d.Prefix != "" {
+		s += ", prefix " + d.Prefix
+	}
+	if d.Separator != "" {
+		s += ", separator " + d.Separator
+	}
+	return s + fmt.Sprintf(", start %d)", t.Start)
 }
 
 // raise advances tag's max_id on st to at least want, from a read of have.

@@ -31,18 +31,21 @@ const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres
 
 Carries every tag from one store to another so that no ID repeats after the
 move: on the target, a tag's max_id is raised to at least the source's (never
-lowered), and a missing tag is created; each cluster's snowflake layout and
-each worker ID's last timestamp are carried over too. It prints one line per
-tag, and running it again is harmless. Stop every instance on the source
-first, gracefully, so that their unused IDs are back in it: a source still
-in use is refused (a SQLite file another process holds open, a worker
-lease not yet expired by the database's clock), unless -force.
+lowered), and a missing tag is created; so is each period's counter of a
+dated tag (whose row carries its format, length, start and settings, and
+whose max_id counts nothing); each cluster's snowflake layout and each
+worker ID's last timestamp are carried over too. It prints one line per tag
+and per period counter, and running it again is harmless. Stop every
+instance on the source first, gracefully, so that their unused IDs are back
+in it: a source still in use is refused (a SQLite file another process
+holds open, a worker lease not yet expired by the database's clock), unless
+-force.
 
 The source is opened read-only and never written, so a file or database this
 user may only read will do:
   sqlite    an idalloc SQLite file, opened with mode=ro.
-  mysql     an idalloc MySQL/MariaDB database (segments, worker_leases,
-            worker_layouts), read in READ ONLY sessions.
+  mysql     an idalloc MySQL/MariaDB database (segments, segment_periods,
+            worker_leases, worker_layouts), read in READ ONLY sessions.
   postgres  an idalloc PostgreSQL database (its tables in the first schema
             of the search_path), read in sessions with
             default_transaction_read_only on.
@@ -60,11 +63,12 @@ max_id (POST /tags), and point its clients there.
 A MySQL or PostgreSQL target must have idalloc's tables. -init-schema
 applies schema.sql (schema_postgres.sql) first, creating missing tables and
 the test_business row and adding the number-format columns (format, length,
-format_key), and on MySQL turns the TIMESTAMP columns an older schema left
-into DATETIME(3); without it, a MySQL target with TIMESTAMP columns is
-refused with the ALTER TABLE that fixes it, and a target without the format
-columns takes only sequential tags. A SQLite target file is created, with
-its tables, when missing.
+format_key, format_spec) and segment_periods, and on MySQL turns the
+TIMESTAMP columns an older schema left into DATETIME(3); without it, a MySQL
+target with TIMESTAMP columns is refused with the ALTER TABLE that fixes it,
+a target without the format columns takes only sequential tags, and one
+without format_spec and segment_periods no dated tag. A SQLite target file
+is created, with its tables, when missing.
 
 Flags:
 `
@@ -150,22 +154,26 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("open target: %w", err)
 	}
 	defer to.Close()
-	tagsErr := migrateTags(ctx, from, to, report)
-	var refused refusedTagsError
-	if tagsErr != nil && !errors.As(tagsErr, &refused) {
+	carried, tagsErr := migrateTags(ctx, from, to, report)
+	if tagsErr != nil && !errors.As(tagsErr, new(refusedTagsError)) {
 		return tagsErr
 	}
-	// The valid tags moved; so does the worker-ID history, whatever was
-	// refused.
+	// The valid tags moved; so do their period counters and the worker-ID
+	// history, whatever was refused.
+	periodsErr := migratePeriods(ctx, from, to, carried, report)
+	if periodsErr != nil && !errors.As(periodsErr, new(refusedPeriodsError)) {
+		return periodsErr
+	}
 	if err := migrateLeases(ctx, from, to, report); err != nil {
 		return err
 	}
-	return tagsErr
+	return errors.Join(tagsErr, periodsErr)
 }
 
 // source is what migrate reads: a store.ReadOnly.
 type source interface {
 	tagSource
+	periodSource
 	historySource
 	LiveLeases(ctx context.Context) ([]store.LiveLease, error)
 	Close() error
