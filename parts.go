@@ -85,6 +85,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	st.ObserveConflicts(p.metrics.StoreConflict)
 	p.alloc, err = segment.New(ctx, st, segment.Config{
 		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: p.metrics, Logger: log,
+		MaxClockSkew: cfg.Durations.DatedMaxClockSkew,
 	})
 	if err != nil {
 		return p, closeAll, fmt.Errorf("load tags: %w", err)

@@ -62,7 +62,25 @@ type Config struct {
 	Segment         SegmentConfig   `json:"segment"`
 	Snowflake       SnowflakeConfig `json:"snowflake"`
 	Lease           LeaseConfig     `json:"lease"`
+	Dated           DatedConfig     `json:"dated"`
 }
+
+// DatedConfig is the "dated" object of config.json: business numbers
+// (API.md §11).
+type DatedConfig struct {
+	// MaxClockSkew is how far this instance's clock may be from the
+	// store's, measured at every fetch, while it serves dated tags; past
+	// it they are refused (503, kind unavailable) and other tags served.
+	// See segment.DefaultMaxClockSkew.
+	MaxClockSkew string `json:"max_clock_skew"`
+}
+
+// minMaxClockSkew is dated.max_clock_skew's minimum. The skew is measured
+// with an error of its own: the store's clock has milliseconds, MySQL
+// reads it at its statement's start, and half a round trip is not
+// counted; a bound within that error would refuse dated tags for a slow
+// fetch, not for a clock that is off.
+const minMaxClockSkew = 100 * time.Millisecond
 
 // LeaseConfig is the "lease" object of config.json: where worker-ID leases
 // (this instance's own and /workerid's) are kept (API.md §9).
@@ -136,6 +154,8 @@ type Settings struct {
 type Durations struct {
 	ShutdownDrain, ShutdownTimeout, RespIdleTimeout, TagRefresh time.Duration
 	LeaseTTL, MaxDriftBlock, MaxDriftError                      time.Duration
+	// DatedMaxClockSkew is dated.max_clock_skew.
+	DatedMaxClockSkew time.Duration
 }
 
 // Origin names where key's value came from (an environment variable, or the
@@ -164,6 +184,7 @@ func Default() Config {
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
 		},
 		Lease: LeaseConfig{Driver: "sql"},
+		Dated: DatedConfig{MaxClockSkew: segment.DefaultMaxClockSkew.String()},
 	}
 }
 

@@ -31,7 +31,8 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.Durations.ShutdownDrain != want.Durations.ShutdownDrain ||
 		got.MaxConns != want.MaxConns || got.Durations.ShutdownTimeout != want.Durations.ShutdownTimeout ||
 		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.Durations.RespIdleTimeout != want.Durations.RespIdleTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
-		got.Durations.LeaseTTL != want.Durations.LeaseTTL || !got.Epoch.Equal(want.Epoch) || got.RandomStart != want.RandomStart {
+		got.Durations.LeaseTTL != want.Durations.LeaseTTL || !got.Epoch.Equal(want.Epoch) || got.RandomStart != want.RandomStart ||
+		got.Durations.DatedMaxClockSkew != want.Durations.DatedMaxClockSkew {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
 }
@@ -86,6 +87,12 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"snowflake":{"epoch":"2999-01-01T00:00:00Z"}}`, `"snowflake.epoch"`},
 		{`{"snowflake":{"epoch":"1950-01-01T00:00:00Z"}}`, `"snowflake.epoch"`},
 		{`{"snowflake":{"random_sequence_start":"yes"}}`, `"snowflake.random_sequence_start"`},
+		{`{"dated":{"max_clock_skew":"soon"}}`, `"dated.max_clock_skew"`},
+		{`{"dated":{"max_clock_skew":"0s"}}`, `"dated.max_clock_skew"`}, // 0 would read as the default
+		{`{"dated":{"max_clock_skew":"99ms"}}`, `"dated.max_clock_skew"`},
+		{`{"dated":{"max_clock_skew":"-1s"}}`, `"dated.max_clock_skew"`},
+		{`{"dated":{"max_clock_skew":1}}`, `"dated.max_clock_skew"`},
+		{`{"dated":{"max_skew":"1s"}}`, `"dated.max_skew"`},
 		{`{"no_such_key":1}`, `"no_such_key"`},
 		{`{"driver":"sqlite"} {}`, `trailing`},
 		{`{`, `unexpected EOF`},
@@ -107,7 +114,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)
@@ -135,6 +142,25 @@ func TestEnvironmentOverrides(t *testing.T) {
 		got.AdminToken != "s3cret" || got.Durations.ShutdownDrain != time.Second ||
 		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
+	}
+}
+
+// TestDatedMaxClockSkew: dated.max_clock_skew is 1s by default, as
+// API.md §11 has it, and takes any duration from its minimum up.
+func TestDatedMaxClockSkew(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want time.Duration
+	}{
+		{`{}`, time.Second},
+		{`{"dated":{}}`, time.Second},
+		{`{"dated":{"max_clock_skew":"100ms"}}`, 100 * time.Millisecond},
+		{`{"dated":{"max_clock_skew":"5s"}}`, 5 * time.Second},
+	} {
+		s, err := Load(writeConfig(t, c.body), true, noEnv)
+		if err != nil || s.Durations.DatedMaxClockSkew != c.want {
+			t.Errorf("config %s: dated.max_clock_skew %v, %v; want %v", c.body, s.Durations.DatedMaxClockSkew, err, c.want)
+		}
 	}
 }
 

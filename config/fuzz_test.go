@@ -15,6 +15,7 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte(`{"max_batch":1e400}`))
 	f.Add([]byte(`{"segment":{"maxstep":1},"snowflake":{"x":{}}}`))
 	f.Add([]byte(`{"max_conns":1,"shutdown_drain":"1s","shutdown_timeout":"2s"}`))
+	f.Add([]byte(`{"dated":{"max_clock_skew":"250ms"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := Default()
 		if err := parseConfig(data, &c); err != nil {
@@ -28,7 +29,7 @@ func FuzzConfig(f *testing.F) {
 			return
 		}
 		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.Durations.LeaseTTL <= 0 || s.Durations.MaxDriftError < s.Durations.MaxDriftBlock ||
-			s.MaxConns < 1 || s.Durations.ShutdownTimeout <= s.Durations.ShutdownDrain {
+			s.MaxConns < 1 || s.Durations.ShutdownTimeout <= s.Durations.ShutdownDrain || s.Durations.DatedMaxClockSkew < minMaxClockSkew {
 			t.Fatalf("validated config out of range: %+v", s)
 		}
 	})

@@ -80,6 +80,8 @@ func (c Config) Validate() (Settings, error) {
 		// 0 would mean the generator's default, 10ms: not what "0s" says.
 		{"snowflake.max_drift_block", c.Snowflake.MaxDriftBlock, &s.Durations.MaxDriftBlock, time.Millisecond},
 		{"snowflake.max_drift_error", c.Snowflake.MaxDriftError, &s.Durations.MaxDriftError, 0},
+		// 0 would mean segment's default, 1s: not what "0s" says.
+		{"dated.max_clock_skew", c.Dated.MaxClockSkew, &s.Durations.DatedMaxClockSkew, minMaxClockSkew},
 	} {
 		v, err := time.ParseDuration(d.val)
 		if err != nil {

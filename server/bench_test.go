@@ -9,16 +9,21 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // counterSegments is the cheapest allocator possible, so the benchmarks
-// measure the HTTP layer alone. Only Next is ever called.
+// measure the HTTP layer alone. Only Next and DatedFormat are ever called.
 type counterSegments struct {
 	Segments
 	n atomic.Int64
 }
 
 func (c *counterSegments) Next(context.Context, string) (int64, error) { return c.n.Add(1), nil }
+
+// DatedFormat: no tag is dated, as an allocator without dated tags says.
+func (c *counterSegments) DatedFormat(string) *dated.Format { return nil }
 
 // counterFlake is the cheapest snowflake source, for the same reason. Only
 // Next is ever called.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // Response codes of the contract's table (API.md §2).
@@ -44,6 +45,9 @@ type answer struct {
 	kind   errs.Kind
 	field  string
 	msg    string
+	// retryAfter is the Retry-After, in seconds, of an answer that is not
+	// a 503 (those get send's); 0 for none.
+	retryAfter int64
 }
 
 // kindTable is the one place that says which resp_code and HTTP status
@@ -67,8 +71,11 @@ var kindTable = map[errs.Kind]struct{ code, status int }{
 	errs.MethodNotAllowed: {codeMethodNotAllowed, http.StatusMethodNotAllowed},
 	errs.Exists:           {codeConflict, http.StatusConflict},
 	errs.Exhausted:        {codeConflict, http.StatusConflict},
-	// A dated tag's period used up: try again in the next (API.md §11).
-	errs.PeriodExhausted: {codeUnavailable, http.StatusServiceUnavailable},
+	// A dated tag's period used up (API.md §11): resp_code 10, which §2's
+	// table answers 409, with Retry-After until the next period begins
+	// (classify). Not a 503: another instance shares the period's counter,
+	// so a client must wait for the next period, not fail over.
+	errs.PeriodExhausted: {codeConflict, http.StatusConflict},
 }
 
 // ownErrors are the errors only this front end raises (routes, admin
@@ -94,7 +101,7 @@ var ownErrors = []struct {
 // own is the answer of kind in msg's words.
 func own(kind errs.Kind, msg string) answer {
 	a := kindTable[kind]
-	return answer{a.code, a.status, kind, "", msg}
+	return answer{code: a.code, status: a.status, kind: kind, msg: msg}
 }
 
 var internalAnswer = own(errs.Internal, "internal error")
@@ -124,11 +131,21 @@ func missingParam(field string) error { return &paramError{field, "missing " + f
 // its message; then the server's own errors; anything else is internal.
 func classify(err error) answer {
 	if pe, ok := errors.AsType[*paramError](err); ok {
-		return answer{codeBadRequest, http.StatusBadRequest, errs.BadRequest, pe.field, pe.msg}
+		return answer{code: codeBadRequest, status: http.StatusBadRequest, kind: errs.BadRequest, field: pe.field, msg: pe.msg}
 	}
 	if e, ok := errs.Describe(err); ok {
 		if a, ok := kindTable[e.Kind]; ok && e.Kind != errs.Internal {
-			return answer{a.code, a.status, e.Kind, e.Field, e.Error()}
+			ans := answer{code: a.code, status: a.status, kind: e.Kind, field: e.Field, msg: e.Error()}
+			if e.Kind == errs.PeriodExhausted {
+				// The seconds to the next period go in Retry-After (the
+				// words are the kind's, as for every kind); the bare
+				// sentinel, which no allocator returns, says no more.
+				ans.retryAfter = 1
+				if pe, ok := errors.AsType[*dated.ExhaustedError](err); ok {
+					ans.retryAfter = pe.RetryAfterSeconds()
+				}
+			}
+			return ans
 		}
 		return internalAnswer
 	}
@@ -168,6 +185,9 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, err error, sta
 	a := classify(err)
 	rid := s.requestID(r)
 	w.Header()[requestIDHeader] = []string{rid}
+	if a.retryAfter > 0 {
+		w.Header()["Retry-After"] = []string{strconv.FormatInt(a.retryAfter, 10)}
+	}
 	bp := getBuf()
 	b := a.appendTo(*bp)
 	if status != "" {

@@ -273,7 +273,7 @@ func TestKindTable(t *testing.T) {
 		errs.NoWorkerID: {5, 409}, errs.TokenMismatch: {6, 409}, errs.LeaseExpired: {6, 409},
 		errs.NotAssigned: {6, 409}, errs.Unauthorized: {7, 401}, errs.Forbidden: {7, 403},
 		errs.Internal: {8, 500}, errs.MethodNotAllowed: {9, 405}, errs.Exists: {10, 409},
-		errs.Exhausted: {10, 409}, errs.PeriodExhausted: {3, 503},
+		errs.Exhausted: {10, 409}, errs.PeriodExhausted: {10, 409}, // §11: resp_code 10; §2: that is 409
 	}
 	for _, kind := range errs.Kinds() {
 		t.Run(string(kind), func(t *testing.T) {

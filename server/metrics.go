@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +24,11 @@ const namespace = "idalloc"
 // Only what an operator reads per tag carries app_tag: IDs issued, IDs
 // buffered and the current step, read from the allocator's Stats at scrape
 // time, so they exist from the start for every tag of the store, cost the ID
-// hot path nothing, and never exist for a tag the store lacks. Everything
+// hot path nothing, and never exist for a tag the store lacks. A dated tag
+// (API.md §11) adds one: what is left of its current period, the one
+// figure that warns before its numbers run out, which is an outage of the
+// tag until the next period; only dated tags have it, from their first ID
+// on this instance until their period ends. Everything
 // else is per instance: with thousands of tags a per-tag fetch histogram
 // alone would be most of the scrape. The logs name the tag of a failing
 // fetch, and GET /tags shows each tag's IDs given back and wasted.
@@ -33,6 +38,7 @@ const namespace = "idalloc"
 //	idalloc_ids_issued_total{mode="segment",app_tag} / {mode="snowflake"}
 //	idalloc_segment_ids_buffered{app_tag}
 //	idalloc_segment_step{app_tag}                  current adaptive step
+//	idalloc_segment_period_ids_left{app_tag}       a dated tag's numbers left in its current period
 //	idalloc_segment_tags                           tags this instance serves
 //	idalloc_segment_fetches_total                  fetch attempts, failed ones included
 //	idalloc_segment_fetch_errors_total
@@ -114,7 +120,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		givenBack: counter("ids_given_back_total", "Unused IDs handed back to the store on a graceful stop."),
 		wasted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "segment", Name: "ids_wasted_total",
-			Help: "IDs this instance reserved and will never issue (a gap, never a duplicate), counted when it learns of them, by reason: batch_failed, interleaved, give_back_refused, give_back_failed.",
+			Help: "IDs this instance reserved and will never issue (a gap, never a duplicate), counted when it learns of them, by reason: " + wasteReasons() + ".",
 		}, []string{"reason"}),
 		http: httpMetrics{routes: map[string]*routeMetrics{}},
 	}
@@ -142,6 +148,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// wasteReasons lists segment.WasteReasons for the help text, which so
+// names every reason there is (period_ended: a dated tag's numbers of a
+// period that ended before they were issued).
+func wasteReasons() string {
+	var b strings.Builder
+	for i, why := range segment.WasteReasons() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(why))
+	}
+	return b.String()
 }
 
 // watch points the scrape-time collector at the server's dependencies.
@@ -217,6 +237,10 @@ var (
 	stepDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "step"),
 		"Current adaptive step (0 before the first fetch).",
 		[]string{"app_tag"}, nil)
+	periodLeftDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "period_ids_left"),
+		"A dated tag's numbers left in its current period, across instances as far as this one knows at its last fetch; "+
+			"absent for other tags, before a dated tag's first ID here and once its period has ended.",
+		[]string{"app_tag"}, nil)
 	tagsDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "tags"),
 		"Tags this instance serves: every tag it has seen in the store since it started.",
 		nil, nil)
@@ -229,7 +253,7 @@ var (
 )
 
 func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{issuedDesc, bufferedDesc, stepDesc, tagsDesc, leaseLeftDesc, leaseInfoDesc} {
+	for _, d := range []*prometheus.Desc{issuedDesc, bufferedDesc, stepDesc, periodLeftDesc, tagsDesc, leaseLeftDesc, leaseInfoDesc} {
 		ch <- d
 	}
 }
@@ -240,14 +264,19 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	stats := src.segments.Stats()
+	now := time.Now()
 	ch <- prometheus.MustNewConstMetric(tagsDesc, prometheus.GaugeValue, float64(len(stats)))
-	for _, st := range stats {
+	for i := range stats {
+		st := &stats[i]
 		if !segment.ValidTag(st.AppTag) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(issuedDesc, prometheus.CounterValue, float64(st.Issued), "segment", st.AppTag)
 		ch <- prometheus.MustNewConstMetric(bufferedDesc, prometheus.GaugeValue, float64(st.Buffered), st.AppTag)
 		ch <- prometheus.MustNewConstMetric(stepDesc, prometheus.GaugeValue, float64(st.Step), st.AppTag)
+		if left, ok := periodLeft(st, now); ok {
+			ch <- prometheus.MustNewConstMetric(periodLeftDesc, prometheus.GaugeValue, float64(left), st.AppTag)
+		}
 	}
 	if src.snowflake {
 		ch <- prometheus.MustNewConstMetric(issuedDesc, prometheus.CounterValue, float64(c.m.snowflakeIssued.Load()), "snowflake", "")

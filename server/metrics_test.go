@@ -129,7 +129,7 @@ func TestMetricsFromTheStart(t *testing.T) {
 
 // TestPerTagSeries: app_tag labels only the three figures an operator reads
 // per tag; every other family is per instance, so the scrape grows by three
-// lines per tag.
+// lines per tag (four for a dated tag: TestDatedMetrics).
 func TestPerTagSeries(t *testing.T) {
 	rg := newRig(t, nil)
 	m := rg.srv.metrics

@@ -189,6 +189,23 @@ func testMonitorFollows(t *testing.T, browser context.Context, dir string) {
 	tb.waitFor("the lease and the snowflake ID issued", `document.getElementById("sf-worker").textContent.startsWith("`+
 		strconv.FormatInt(rg.lease.WorkerID, 10)+` (max 1023)") && document.getElementById("sf-issued").textContent === "1"`)
 
+	// A dated tag: its IDs' shape, and its current period (API.md §11).
+	res, err := http.Post(rg.url+"/tags", "application/json", strings.NewReader(
+		`{"app_tag":"orders","format":"dated","period":"year","prefix":"ORD","separator":"-","step":10}`))
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /tags: %v %v", res, err)
+	}
+	_ = res.Body.Close()
+	for range 3 {
+		rg.get(t, "/alloc?app_tag=orders")
+	}
+	stamp := strconv.Itoa(time.Now().UTC().Year())
+	tb.waitFor("the dated tag's shape and period", cellJS("orders", "c-dated-shape")+` === "ORD-yyyy-nnnnnn" && `+
+		cellJS("orders", "c-dated-period")+`.startsWith("period `+stamp+`: 3 issued here, 999,996 left · ends in ")`)
+	if got := tb.eval(cellJS("test_business", "c-dated-period")); got != "" {
+		t.Errorf("a sequential tag shows a period: %q", got)
+	}
+
 	tb.screenshot(dir, "monitor-1280x800.png", 1280, 800, false)
 	tb.screenshot(dir, "monitor-390x844.png", 390, 844, true)
 	if w := tb.eval(`document.documentElement.scrollWidth`); w != "390" {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // timeLayout is RFC 3339 in UTC with exactly three fractional digits, as the
@@ -22,6 +24,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 // "id" is a JSON number (scrambled and fixed_length IDs have at most 18
 // digits). A batch of a sequential or fixed_length tag is strictly
 // increasing; a scrambled tag's batch is unique, in no order (API.md §7).
+// A dated tag's IDs come with their text, or as text only (dated.go).
 func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	raw := r.URL.RawQuery
 	tag, err := tagParam(raw)
@@ -35,11 +38,17 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	if n == 0 {
 		id, err := s.seg.Next(r.Context(), tag)
 		if err != nil {
+			if errors.Is(err, segment.ErrTextOnly) {
+				return s.allocText(w, r, tag)
+			}
 			return s.fail(w, r, err)
 		}
 		bp := getBuf()
 		b := append(*bp, okPrefix+`,"id":`...)
 		b = strconv.AppendInt(b, id, 10)
+		if s.seg.DatedFormat(tag) != nil {
+			b = appendIDStr(b, "id_str", id)
+		}
 		*bp = append(b, '}')
 		return sendPooled(w, http.StatusOK, bp)
 	}
@@ -47,10 +56,13 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	defer s.idsPool.Put(ip)
 	ids := (*ip)[:n]
 	if err := s.seg.NextN(r.Context(), tag, ids); err != nil {
+		if errors.Is(err, segment.ErrTextOnly) {
+			return s.allocTextN(w, r, tag, ids)
+		}
 		return s.fail(w, r, err)
 	}
 	bp := getBuf()
-	b := appendIDs(append(*bp, okPrefix...), ids, false)
+	b := appendIDs(append(*bp, okPrefix...), ids, s.seg.DatedFormat(tag) != nil)
 	*bp = append(b, '}')
 	return sendPooled(w, http.StatusOK, bp)
 }
@@ -74,6 +86,9 @@ type tagJSON struct {
 	Description string `json:"description"`
 	GivenBack   int64  `json:"given_back"`
 	Wasted      int64  `json:"wasted"`
+	// A dated tag's settings and current period; nil, no field, for
+	// another format.
+	*datedListing
 }
 
 // handleListTags serves GET /tags from the allocator's last tag-list reload
@@ -92,18 +107,19 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 			start = &t.Start
 		}
 		out = append(out, tagJSON{
-			AppTag:      t.AppTag,
-			Format:      string(cmp.Or(t.Format, segment.FormatSequential)),
-			Length:      t.Length,
-			Start:       start,
-			MaxID:       t.MaxID,
-			Step:        t.Step,
-			CurrentStep: st.Step,
-			Left:        st.Buffered,
-			UpdateTime:  formatTime(t.UpdateTime),
-			Description: t.Description,
-			GivenBack:   st.GivenBack,
-			Wasted:      st.Wasted,
+			AppTag:       t.AppTag,
+			Format:       string(cmp.Or(t.Format, segment.FormatSequential)),
+			Length:       t.Length,
+			Start:        start,
+			MaxID:        t.MaxID,
+			Step:         t.Step,
+			CurrentStep:  st.Step,
+			Left:         st.Buffered,
+			UpdateTime:   formatTime(t.UpdateTime),
+			Description:  t.Description,
+			GivenBack:    st.GivenBack,
+			Wasted:       st.Wasted,
+			datedListing: s.datedListingOf(t, st.Period),
 		})
 	}
 	// Sorted already by the allocator; sorting again keeps the answer's
@@ -128,7 +144,7 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 		return s.fail(w, r, err)
 	}
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
-		"format", string(t.Format), "length", t.Length)
+		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec)
 	return s.sendJSON(w, r, http.StatusCreated, struct {
 		envelope
 		AppTag      string `json:"app_tag"`
@@ -137,16 +153,19 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 		Description string `json:"description"`
 		Format      string `json:"format"`
 		Length      int    `json:"length"`
-	}{success, t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length})
+		*datedSettings
+	}{success, t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, s.datedSettingsOf(t)})
 }
 
-// readTag reads POST /tags' body: app_tag and step are required; start,
-// description, format and length are optional, and what is not sent is
-// left "not given" for the allocator's defaults. Only the JSON is checked
-// here; the tag's rules and their words are the allocator's
-// (segment.CheckNewTag).
+// readTag reads POST /tags' body: app_tag is required, and step too but
+// for format dated, whose step has a default (API.md §11); start,
+// description, format, length and dated's period, time_zone, prefix and
+// separator are optional, and what is not sent is left "not given" for
+// the allocator's defaults. Only the JSON is checked here; the tag's rules
+// and their words are the allocator's (segment.CheckNewTag).
 func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.NewTag, error) {
-	o, err := readObject(w, r, "app_tag", "step", "start", "description", "format", "length")
+	o, err := readObject(w, r, "app_tag", "step", "start", "description", "format", "length",
+		"period", "time_zone", "prefix", "separator")
 	if err != nil {
 		return segment.NewTag{}, err
 	}
@@ -161,7 +180,7 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.NewTag
 	switch {
 	case err != nil:
 		return segment.NewTag{}, err
-	case !ok:
+	case !ok && !datedFormat(o):
 		return segment.NewTag{}, missingParam("step")
 	}
 	var start *int64
@@ -187,6 +206,20 @@ func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.NewTag
 	if err != nil {
 		return segment.NewTag{}, err
 	}
+	var set [4]string // period, time_zone, prefix, separator
+	for i, field := range [...]string{"period", "time_zone", "prefix", "separator"} {
+		if set[i], _, err = o.string(field); err != nil {
+			return segment.NewTag{}, err
+		}
+	}
 	return segment.NewTag{AppTag: tag, Step: step, Start: start, Description: desc,
-		Format: segment.Format(format), Length: length}, nil
+		Format: segment.Format(format), Length: length,
+		Period: dated.Period(set[0]), TimeZone: set[1], Prefix: set[2], Separator: set[3]}, nil
+}
+
+// datedFormat reports whether o asks for format dated, whose step may be
+// left out.
+func datedFormat(o object) bool {
+	format, _, err := o.string("format")
+	return err == nil && segment.Format(format) == segment.FormatDated
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // Defaults for zero Config fields.
@@ -76,6 +77,15 @@ type Segments interface {
 	// store; the slice is shared and must not be modified.
 	Tags() []segment.Tag
 	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
+
+	// A dated tag's IDs (API.md §11): without prefix and separator they
+	// are numbers, which Next and NextN serve; with one they are text,
+	// which Next and NextN refuse (segment.ErrTextOnly) and these serve.
+	AppendNextText(ctx context.Context, tag string, dst []byte) ([]byte, error)
+	NextTextN(ctx context.Context, tag string, buf []int64) (segment.TextBatch, error)
+	// DatedFormat is tag's dated format, nil for a tag of another format
+	// (or one not served yet), without asking the store.
+	DatedFormat(tag string) *dated.Format
 }
 
 // Pinger reports whether the store answers; /health asks it in the background.

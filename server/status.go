@@ -38,6 +38,13 @@ import (
 //	   "buffered":"299000","current_left":"99000","current_size":"100000","prefetched":"200000",
 //	   "issued":"1000","max_id":"300000","given_back":"0","wasted":"0",
 //	   "last_fetch":"…"|null,"last_fetch_ms":1.25,"fetching":false,"fetch_failing":false}]}
+//
+// A dated tag's object adds its settings and current period (dated.go),
+// its max_id, buffer and fetch fields being that period's:
+//
+//	"period":"day","time_zone":"Asia/Shanghai","prefix":"ORD","separator":"-",
+//	"current_period":null | {"stamp":"20261126","starts_at":"…","ends_at":"…",
+//	  "issued":"123","left":"999876","next_prefetched":"0"}
 
 // The pools keep a polled /status from allocating per tag: the snapshots
 // and the body grow once to the instance's tag count and are reused. Unlike
@@ -115,13 +122,13 @@ func (s *Server) appendStatus(b []byte, now time.Time, snaps []segment.TagSnapsh
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendTagStatus(b, &snaps[i])
+		b = s.appendTagStatus(b, &snaps[i])
 	}
 	return append(b, "]}"...)
 }
 
 // appendTagStatus appends one tag's object.
-func appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
+func (s *Server) appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
 	b = append(b, `{"app_tag":`...)
 	b = appendString(b, t.AppTag)
 	b = append(b, `,"format":`...)
@@ -150,6 +157,7 @@ func appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
 	b = strconv.AppendBool(b, t.Fetching)
 	b = append(b, `,"fetch_failing":`...)
 	b = strconv.AppendBool(b, t.Failing)
+	b = s.appendDatedStatus(b, t)
 	return append(b, '}')
 }
 

@@ -135,6 +135,16 @@
     name.textContent = tag;
     cells.tag.appendChild(name);
 
+    // The format, and a dated tag's shape and current period under it.
+    cells.formatMain = document.createElement("span");
+    cells.formatShape = document.createElement("span");
+    cells.formatShape.className = "sub tnum c-dated-shape";
+    cells.formatPeriod = document.createElement("span");
+    cells.formatPeriod.className = "sub c-dated-period";
+    const fmt = document.createElement("div");
+    fmt.append(cells.formatMain, cells.formatShape, cells.formatPeriod);
+    cells.format.appendChild(fmt);
+
     const bars = document.createElement("div");
     bars.className = "bars";
     bars.setAttribute("role", "img");
@@ -179,6 +189,42 @@
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min ago";
   }
 
+  function until(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+    if (s < 172800) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+    return Math.floor(s / 86400) + " days";
+  }
+
+  // A dated tag's IDs (API.md §11): prefix, separator, stamp, separator,
+  // sequence, as "ORD-yyyyMMdd-nnnnnn".
+  const STAMP = { year: "yyyy", month: "yyyyMM", day: "yyyyMMdd", hour: "yyyyMMddHH", minute: "yyyyMMddHHmm" };
+
+  function datedShape(t) {
+    const sep = t.separator || "";
+    return (t.prefix ? t.prefix + sep : "") + (STAMP[t.period] || t.period) + sep + "n".repeat(Math.max(0, t.length));
+  }
+
+  function datedPeriod(t, now) {
+    const p = t.current_period;
+    if (!p) return "no ID yet in this instance";
+    const ends = Date.parse(p.ends_at);
+    const when = now < ends ? "ends in " + until(ends - now) : "ended; the next ID starts the next";
+    return "period " + p.stamp + ": " + group(p.issued) + " issued here, " + group(p.left) + " left · " + when;
+  }
+
+  function renderFormat(c, t, now) {
+    const isDated = t.format === "dated" && "period" in t;
+    setText(c.formatMain, t.format + (isDated ? " · " + t.period + ", " + t.time_zone :
+      t.length > 0 ? " · " + t.length + " digits" : ""));
+    setText(c.formatShape, isDated ? datedShape(t) : "");
+    setText(c.formatPeriod, isDated ? datedPeriod(t, now) : "");
+    c.formatShape.hidden = c.formatPeriod.hidden = !isDated;
+    // A spent period answers period_exhausted until the next begins.
+    c.formatPeriod.classList.toggle("bad", isDated && !!t.current_period && big(t.current_period.left) === 0n);
+  }
+
   function rate(t, now) {
     const issued = big(t.issued);
     const p = prev.get(t.app_tag);
@@ -199,7 +245,7 @@
         rows.set(t.app_tag, row);
       }
       const c = row.cells;
-      setText(c.format, t.format + (t.length > 0 ? " · " + t.length + " digits" : ""));
+      renderFormat(c, t, now);
       c.curFill.style.width = pct(t.current_left, t.current_size);
       c.preFill.style.width = big(t.prefetched) > 0n ? "100%" : "0%";
       const pre = big(t.prefetched) > 0n ? group(t.prefetched) : t.fetching ? "fetching…" : "none";
