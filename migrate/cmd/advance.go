@@ -160,6 +160,9 @@ func advanceOf(f advanceFlags, cfg config.Settings) migrate.Advance {
 		LeaseFor: f.leaseFor,
 		LeaseMin: cfg.Durations.LeaseTTL + cfg.Durations.MaxDriftError,
 		DryRun:   f.dryRun,
+		// The instances' bound: the periods advance moves are chosen by
+		// this machine's clock, checked against the store's by it.
+		MaxClockSkew: cfg.Durations.DatedMaxClockSkew,
 	}
 	if f.segments {
 		a.By = f.by
