@@ -50,7 +50,11 @@ func preload(ctx context.Context, c *Client, tag string, n int) error {
 			if want <= 0 {
 				continue
 			}
-			wg.Go(func() { parts[i], _, errs[i] = c.fetchSegment(ctx, tag, want) })
+			wg.Go(func() {
+				var f fetched
+				f, errs[i] = c.fetchSegment(ctx, tag, want)
+				parts[i] = f.ids
+			})
 		}
 		wg.Wait()
 		for i := range parts {

@@ -32,23 +32,34 @@ const (
 // batch is one answer's IDs. Callers claim indexes with one atomic add;
 // each index is claimed once, so each ID is handed out once.
 type batch struct {
-	ids      []int64
+	ids []int64
+	// strs are the IDs of a tag whose IDs are text (a dated tag with a
+	// prefix or a separator); ids is nil then, and strs nil otherwise.
+	strs     []string
 	refillAt int64         // claiming this index starts the next fetch
 	expires  time.Duration // Client.since reading; 0 means never
-	_        [24]byte      // pos on a cache line of its own: it is the only field written
-	pos      atomic.Int64
-	_        [56]byte
+	// The fields above fill a cache line (64 bytes), so pos, the only
+	// field written, is on one of its own.
+	pos atomic.Int64
+	_   [56]byte
 }
 
 func newBatch(ids []int64, expires time.Duration) *batch {
-	n := int64(len(ids))
-	b := &batch{ids: ids, refillAt: n - max(n/refillLeft, 1), expires: expires}
-	return b
+	return newTextBatch(ids, nil, expires)
 }
+
+// newTextBatch is newBatch for ids or, when ids is nil, strs.
+func newTextBatch(ids []int64, strs []string, expires time.Duration) *batch {
+	n := int64(len(ids) + len(strs))
+	return &batch{ids: ids, strs: strs, refillAt: n - max(n/refillLeft, 1), expires: expires}
+}
+
+// size is the count of b's IDs.
+func (b *batch) size() int64 { return int64(len(b.ids) + len(b.strs)) }
 
 // usable reports whether b may still hand out IDs at now.
 func (b *batch) usable(now time.Duration) bool {
-	return b != nil && b.pos.Load() < int64(len(b.ids)) && (b.expires == 0 || now < b.expires)
+	return b != nil && b.pos.Load() < b.size() && (b.expires == 0 || now < b.expires)
 }
 
 // signal tells the callers waiting on a fetch how it ended.
@@ -64,9 +75,18 @@ func (s *signal) fire(err error) {
 	close(s.done)
 }
 
-// fetchFunc asks an instance for n IDs. sent is the Client.since reading
-// just before the request, from which a snowflake batch's age counts.
-type fetchFunc func(ctx context.Context, tag string, n int) (ids []int64, sent time.Duration, err error)
+// fetched is an answer's IDs (ids, or strs for text IDs) and the
+// Client.since reading after which they may no longer be handed out (0:
+// never), which the fetchFunc works out from the answer and from the
+// reading just before its request was sent.
+type fetched struct {
+	ids     []int64
+	strs    []string
+	expires time.Duration
+}
+
+// fetchFunc asks an instance for n IDs.
+type fetchFunc func(ctx context.Context, tag string, n int) (fetched, error)
 
 // buffer is the double buffer of one tag (or of snowflake IDs): the current
 // batch, which callers take from without a lock, and the next one, fetched
@@ -76,9 +96,13 @@ type buffer struct {
 	c      *Client
 	tag    string
 	fetch  fetchFunc
-	maxAge time.Duration // 0: IDs do not age (segment IDs)
+	maxAge time.Duration // snowflake IDs' age bound, for sizing; 0 for tags
 
 	cur atomic.Pointer[batch]
+	// text is set once an answer has brought text IDs: the tag's IDs are
+	// text (a tag's format never changes), so Next and NextN refuse it
+	// (ErrTextOnly) without claiming an index of a batch.
+	text atomic.Bool
 
 	mu        sync.Mutex
 	next      *batch
@@ -99,7 +123,7 @@ func newBuffer(c *Client, tag string, fetch fetchFunc, maxAge time.Duration) *bu
 // the batch is used up or too old; the caller then goes the slow way.
 func (b *buffer) take() (int64, bool) {
 	bt := b.cur.Load()
-	if bt == nil {
+	if bt == nil || bt.strs != nil {
 		return 0, false
 	}
 	i := bt.pos.Add(1) - 1
@@ -116,7 +140,7 @@ func (b *buffer) take() (int64, bool) {
 // it copied into dst.
 func (b *buffer) takeN(dst []int64) int {
 	bt := b.cur.Load()
-	if bt == nil || len(dst) == 0 {
+	if bt == nil || bt.strs != nil || len(dst) == 0 {
 		return 0
 	}
 	n := int64(len(bt.ids))
@@ -168,7 +192,7 @@ func (b *buffer) await() (w *signal, err error) {
 	if cur.usable(now) {
 		return nil, nil
 	}
-	if cur != nil && cur.expires != 0 && cur.pos.Load() < int64(len(cur.ids)) {
+	if cur != nil && cur.expires != 0 && cur.pos.Load() < cur.size() {
 		b.wasted = true // aged out with IDs left: ask for fewer
 	}
 	if b.next != nil {
@@ -193,6 +217,9 @@ func (b *buffer) nextID(ctx context.Context) (int64, error) {
 		if id, ok := b.take(); ok {
 			return id, nil
 		}
+		if b.text.Load() {
+			return 0, ErrTextOnly
+		}
 		if err := b.wait(ctx); err != nil {
 			return 0, err
 		}
@@ -205,6 +232,9 @@ func (b *buffer) fill(ctx context.Context, dst []int64) error {
 		if k := b.takeN(dst); k > 0 {
 			dst = dst[k:]
 			continue
+		}
+		if b.text.Load() {
+			return ErrTextOnly
 		}
 		if err := b.wait(ctx); err != nil {
 			return err
@@ -278,23 +308,23 @@ func (b *buffer) fetchOne(ctx context.Context) bool {
 	n := b.nextSizeLocked(b.c.since(), b.c.batchCap())
 	b.mu.Unlock()
 	for {
-		ids, sent, err := b.fetch(ctx, b.tag, n)
+		got, err := b.fetch(ctx, b.tag, n)
 
 		b.mu.Lock()
 		w := b.wake
 		b.wake = newSignal()
 		switch {
 		case err == nil:
-			bt := newBatch(ids, 0)
-			if b.maxAge != 0 {
-				bt.expires = sent + b.maxAge
+			bt := newTextBatch(got.ids, got.strs, got.expires)
+			if got.strs != nil {
+				b.text.Store(true)
 			}
 			again := false
 			if b.cur.Load().usable(b.c.since()) {
 				b.next = bt
 			} else {
 				b.cur.Store(bt)
-				again = b.maxAge == 0 // snowflake IDs would only age in the buffer
+				again = bt.expires == 0 // IDs that age (snowflake, dated) would only age in the buffer
 			}
 			b.fetching = again
 			b.mu.Unlock()

@@ -42,7 +42,11 @@ import (
 // the order they arrived). IDs are used in the order received: nothing
 // beyond that is assumed, so tags whose IDs are not increasing (scrambled)
 // are served as they come. IDs left in a buffer when the process ends are
-// never issued: a restart skips them, it never repeats them.
+// never issued: a restart skips them, it never repeats them. A dated
+// tag's buffered IDs are dropped when their period ends, or DatedMaxAge
+// after they were requested when the answer does not say when it ends
+// (NextText, text.go): their stamp is then the period in which they were
+// handed out, and a new period's start the first ID of the next batch.
 //
 // Goroutines: at most one fetch per tag (and one for snowflake IDs) runs at a
 // time, each on a goroutine started for that fetch; Close stops and waits
@@ -54,7 +58,8 @@ type Client struct {
 	token      string
 	cluster    string
 	maxBatch   atomic.Int64
-	maxAge     time.Duration
+	maxAge     time.Duration // of snowflake IDs
+	datedAge   time.Duration // of a dated tag's IDs when the answer does not say when their period ends
 	reqTimeout time.Duration
 	now        func() time.Time
 	base       time.Time
@@ -83,7 +88,9 @@ type Client struct {
 // Next returns the next ID of tag. It waits on the network only when the
 // tag's buffer is empty, and then no longer than ctx allows. Errors:
 // ErrInvalidTag (no request is made), ErrUnknownTag, ErrExhausted,
-// ErrUnavailable, ErrClosed, ctx's error; an answer's error is an *Error.
+// ErrUnavailable, ErrClosed, ctx's error; for a dated tag also
+// ErrPeriodExhausted, and ErrTextOnly when its IDs are text (NextText
+// serves them; no ID is used up); an answer's error is an *Error.
 func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -248,35 +255,52 @@ func (c *Client) since() time.Duration { return c.now().Sub(c.base) }
 
 func (c *Client) batchCap() int { return int(c.maxBatch.Load()) }
 
-// fetchSegment asks for n IDs of tag.
-func (c *Client) fetchSegment(ctx context.Context, tag string, n int) ([]int64, time.Duration, error) {
-	return c.fetchIDs(ctx, "/alloc?app_tag="+tag+"&count=", n, 0)
+// fetchSegment asks for n IDs of tag. A dated tag's (an answer with
+// id_str or ids_str, or period_ends_in_ms) expire when their period ends
+// (freshness in text.go).
+func (c *Client) fetchSegment(ctx context.Context, tag string, n int) (fetched, error) {
+	d, sent, err := c.fetchIDs(ctx, "/alloc?app_tag="+tag+"&count=", n, 0)
+	f := fetched{ids: d.ids, strs: d.strs}
+	switch {
+	case err != nil:
+	case d.endsIn >= 0:
+		f.expires = expiry(sent, d.endsIn)
+	case d.dated:
+		f.expires = expiry(sent, c.datedAge)
+	}
+	return f, err
 }
 
-// fetchSnowflake asks for n snowflake IDs. An instance without a worker ID
-// (resp_code 5) is skipped: another may have one.
-func (c *Client) fetchSnowflake(ctx context.Context, _ string, n int) ([]int64, time.Duration, error) {
-	return c.fetchIDs(ctx, "/snowflake?count=", n, 5)
+// fetchSnowflake asks for n snowflake IDs, which expire SnowflakeMaxAge
+// after the request was sent. An instance without a worker ID (resp_code
+// 5) is skipped: another may have one.
+func (c *Client) fetchSnowflake(ctx context.Context, _ string, n int) (fetched, error) {
+	d, sent, err := c.fetchIDs(ctx, "/snowflake?count=", n, 5)
+	return fetched{ids: d.ids, expires: expiry(sent, c.maxAge)}, err
 }
 
-// fetchIDs makes one batch call. A count an instance refuses (its
-// max_batch is below Config.MaxBatch) halves the Client's cap, and the call
-// is made again with the smaller count.
-func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int) ([]int64, time.Duration, error) {
+// expiry is the Client.since reading age after sent, never 0 (never).
+func expiry(sent, age time.Duration) time.Duration { return max(sent+age, 1) }
+
+// fetchIDs makes one batch call; sent is the Client.since reading just
+// before the request that was answered. A count an instance refuses (its
+// max_batch is below Config.MaxBatch) halves the Client's cap, and the
+// call is made again with the smaller count.
+func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int) (decoded, time.Duration, error) {
 	for {
 		sent := c.since()
-		var ids []int64
+		var d decoded
 		err := c.do(ctx, request{method: http.MethodGet, path: path + strconv.Itoa(n), elsewhere: elsewhere},
 			func(a answer) error {
 				var err error
-				ids, err = appendIDs(make([]int64, 0, n), a.body)
+				d, err = decode(make([]int64, 0, n), a.body)
 				return err
 			})
 		if e, ok := errors.AsType[*Error](err); ok && n > 1 && e.RespCode == 1 && strings.HasPrefix(e.Msg, "invalid count") {
 			n = c.lowerCap(n)
 			continue
 		}
-		return ids, sent, err
+		return d, sent, err
 	}
 }
 

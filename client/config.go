@@ -21,6 +21,9 @@ const (
 	MaxMaxBatch = segment.MaxMaxBatch
 	// DefaultSnowflakeMaxAge bounds the age of a buffered snowflake ID.
 	DefaultSnowflakeMaxAge = time.Second
+	// DefaultDatedMaxAge bounds the age of a buffered ID of a dated tag
+	// whose answer did not say when its period ends.
+	DefaultDatedMaxAge = time.Second
 	// DefaultRequestTimeout bounds one HTTP attempt on one instance.
 	DefaultRequestTimeout = 2 * time.Second
 )
@@ -51,6 +54,13 @@ type Config struct {
 	// made, so an older one would misdate what it names. 0 means 1s;
 	// negative: ErrInvalidConfig.
 	SnowflakeMaxAge time.Duration
+	// DatedMaxAge is how long a buffered ID of a dated tag (API.md §11)
+	// may be handed out after its batch was requested, when the answer
+	// does not say when the IDs' period ends (period_ends_in_ms): the ID
+	// carries its period's stamp, which must be the period in which the
+	// caller gets it (see Client.NextText). 0 means 1s; negative:
+	// ErrInvalidConfig.
+	DatedMaxAge time.Duration
 	// RequestTimeout bounds one HTTP attempt on one instance (connect,
 	// request and answer); the caller's context bounds the whole call. 0
 	// means 2s; negative: ErrInvalidConfig.
@@ -71,7 +81,7 @@ type Config struct {
 // New returns a Client for cfg. It makes no request: instances are first
 // contacted by the first call. Errors (ErrInvalidConfig, naming the field):
 // no URLs, a URL that is not http(s)://host[/prefix], MaxBatch outside
-// 1..100000, a negative SnowflakeMaxAge or RequestTimeout.
+// 1..100000, a negative SnowflakeMaxAge, DatedMaxAge or RequestTimeout.
 func New(cfg Config) (*Client, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, fmt.Errorf("%w: URLs: none given", ErrInvalidConfig)
@@ -97,6 +107,12 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: SnowflakeMaxAge %v is negative", ErrInvalidConfig, cfg.SnowflakeMaxAge)
 	}
 	switch {
+	case cfg.DatedMaxAge == 0:
+		cfg.DatedMaxAge = DefaultDatedMaxAge
+	case cfg.DatedMaxAge < 0:
+		return nil, fmt.Errorf("%w: DatedMaxAge %v is negative", ErrInvalidConfig, cfg.DatedMaxAge)
+	}
+	switch {
 	case cfg.RequestTimeout == 0:
 		cfg.RequestTimeout = DefaultRequestTimeout
 	case cfg.RequestTimeout < 0:
@@ -114,6 +130,7 @@ func New(cfg Config) (*Client, error) {
 		token:      cfg.AdminToken,
 		cluster:    cfg.Cluster,
 		maxAge:     cfg.SnowflakeMaxAge,
+		datedAge:   cfg.DatedMaxAge,
 		reqTimeout: cfg.RequestTimeout,
 		now:        cfg.Now,
 		base:       cfg.Now(),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
+	"time"
 )
 
 // okPrefix opens every success body the server writes itself.
@@ -11,88 +13,166 @@ var okPrefix = []byte(`{"resp_code":0,"msg":"success"`)
 
 var errNoIDs = errors.New("success answer without ids")
 
-// appendIDs appends the IDs of a success answer of /alloc or /snowflake:
-// its "ids", or its "id" when it has no "ids". Bodies in the server's own
-// form (okPrefix, then "key":value pairs of integers, strings and arrays of
-// them) are read by a small scanner, which costs a few nanoseconds per ID
-// where encoding/json costs tens; anything else, such as the same JSON
-// re-encoded by a proxy, is decoded by encoding/json.
+// decoded is a success answer of /alloc or /snowflake: its IDs, as
+// numbers ("ids", or "id" alone) or, when it has none, as text
+// ("ids_str", or "id_str" alone: a dated tag with a prefix or a
+// separator, API.md §11); and what it says of a dated tag's period.
+type decoded struct {
+	ids  []int64
+	strs []string // nil when ids holds the IDs
+	// dated: the answer has id_str or ids_str, which /alloc sends for
+	// dated tags only (and /snowflake for every answer), or endsIn.
+	dated bool
+	// endsIn is the answer's period_ends_in_ms: how long after the
+	// instance answered the period of its IDs ends; -1 when absent.
+	endsIn time.Duration
+}
+
+// appendIDs appends the numeric IDs of a success answer of /alloc or
+// /snowflake to dst: its "ids", or its "id" when it has no "ids". An
+// answer of text IDs only is errNoIDs.
 func appendIDs(dst []int64, body []byte) ([]int64, error) {
-	if out, ok := scanIDs(dst, body); ok {
-		return out, nil
+	d, err := decode(dst, body)
+	if err == nil && d.strs != nil {
+		return dst, errNoIDs
+	}
+	return d.ids, err
+}
+
+// decode reads a success answer, appending its numeric IDs to dst. Bodies
+// in the server's own form (okPrefix, then "key":value pairs of integers,
+// strings and arrays of them) are read by a small scanner, which costs a
+// few nanoseconds per ID where encoding/json costs tens; anything else,
+// such as the same JSON re-encoded by a proxy, is decoded by
+// encoding/json.
+func decode(dst []int64, body []byte) (decoded, error) {
+	if d, ok := scan(dst, body); ok {
+		return d, nil
 	}
 	var v struct {
-		ID  *int64  `json:"id"`
-		IDs []int64 `json:"ids"`
+		ID     *int64   `json:"id"`
+		IDs    []int64  `json:"ids"`
+		IDStr  *string  `json:"id_str"`
+		IDsStr []string `json:"ids_str"`
+		EndsIn *int64   `json:"period_ends_in_ms"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
-		return dst, err
+		return decoded{ids: dst}, err
+	}
+	d := decoded{ids: dst, dated: v.IDStr != nil || v.IDsStr != nil || v.EndsIn != nil, endsIn: -1}
+	if v.EndsIn != nil {
+		d.endsIn = max(time.Duration(*v.EndsIn), 0) * time.Millisecond
 	}
 	switch {
 	case len(v.IDs) > 0:
-		return append(dst, v.IDs...), nil
+		d.ids = append(dst, v.IDs...)
 	case v.ID != nil:
-		return append(dst, *v.ID), nil
+		d.ids = append(dst, *v.ID)
+	case len(v.IDsStr) > 0:
+		d.strs = v.IDsStr
+	case v.IDStr != nil:
+		d.strs = []string{*v.IDStr}
+	default:
+		return d, errNoIDs
 	}
-	return dst, errNoIDs
+	return d, nil
 }
 
-// scanIDs reads body in the server's own form. ok is false, and dst is
-// returned unchanged, at the first byte it does not expect.
-func scanIDs(dst []int64, body []byte) (_ []int64, ok bool) {
+// scan reads body in the server's own form. ok is false, and the IDs
+// are dst unchanged, at the first byte it does not expect. Text IDs are
+// made only for an answer without numeric ones, as substrings of one
+// string: one allocation for the batch.
+func scan(dst []int64, body []byte) (d decoded, ok bool) {
+	d = decoded{ids: dst, endsIn: -1}
 	s := bytes.TrimRight(body, " \r\n")
 	if !bytes.HasPrefix(s, okPrefix) || len(s) == 0 || s[len(s)-1] != '}' {
-		return dst, false
+		return d, false
 	}
 	s = s[len(okPrefix) : len(s)-1]
 	n0 := len(dst)
 	var single int64
+	var oneStr, strs []byte // the value of id_str; the array of ids_str
 	haveSingle, haveIDs := false, false
+	fail := func() (decoded, bool) { return decoded{ids: dst[:n0], endsIn: -1}, false }
 	for len(s) > 0 {
 		var key []byte
 		if key, s, ok = scanKey(s); !ok {
-			return dst[:n0], false
+			return fail()
 		}
 		switch string(key) {
 		case "id":
 			if single, s, ok = scanInt(s); !ok {
-				return dst[:n0], false
+				return fail()
 			}
 			haveSingle = true
 		case "ids":
 			if haveIDs || len(s) == 0 || s[0] != '[' {
-				return dst[:n0], false
+				return fail()
 			}
 			s = s[1:]
 			for len(s) > 0 && s[0] != ']' {
 				var id int64
 				if id, s, ok = scanInt(s); !ok {
-					return dst[:n0], false
+					return fail()
 				}
 				dst = append(dst, id)
 				if s, ok = separator(s); !ok {
-					return dst[:n0], false
+					return fail()
 				}
 			}
 			if len(s) == 0 {
-				return dst[:n0], false
+				return fail()
 			}
 			s = s[1:]
 			haveIDs = true
-		default:
-			// id_str, ids_str: strings of digits, or arrays of them.
-			if s, ok = skipStrings(s); !ok {
-				return dst[:n0], false
+		case "period_ends_in_ms":
+			var ms int64
+			if ms, s, ok = scanInt(s); !ok {
+				return fail()
 			}
+			d.endsIn, d.dated = max(time.Duration(ms), 0)*time.Millisecond, true
+		default:
+			// id_str, ids_str: strings of digits or text IDs, or arrays
+			// of them; other string fields.
+			rest, ok := skipStrings(s)
+			if !ok {
+				return fail()
+			}
+			switch string(key) {
+			case "id_str":
+				oneStr, d.dated = s[:len(s)-len(rest)], true
+			case "ids_str":
+				strs, d.dated = s[:len(s)-len(rest)], true
+			}
+			s = rest
 		}
 	}
+	d.ids = dst
 	switch {
 	case haveIDs && len(dst) > n0:
-		return dst, true
 	case !haveIDs && haveSingle:
-		return append(dst, single), true
+		d.ids = append(dst, single)
+	case !haveIDs && len(strs) > 2:
+		d.strs = splitStrings(string(strs))
+	case !haveIDs && len(oneStr) >= 2 && oneStr[0] == '"':
+		d.strs = []string{string(oneStr[1 : len(oneStr)-1])}
+	default:
+		return fail()
 	}
-	return dst[:n0], false
+	return d, true
+}
+
+// splitStrings splits a JSON array of strings without escapes, checked by
+// skipStrings, into its elements, substrings of a.
+func splitStrings(a string) []string {
+	a = a[1 : len(a)-1] // the brackets
+	out := make([]string, 0, strings.Count(a, ",")+1)
+	for a != "" {
+		end := strings.IndexByte(a[1:], '"') + 1
+		out = append(out, a[1:end])
+		a = a[min(end+2, len(a)):] // the closing quote and a comma
+	}
+	return out
 }
 
 // scanKey reads `,"key":`.

@@ -55,12 +55,70 @@ func TestAppendIDs(t *testing.T) {
 	}
 }
 
+// TestDecodeDated: the answers of API.md §11 (numeric dated: id, id_str,
+// ids, ids_str; text: id_str and ids_str only), with and without
+// period_ends_in_ms, in the server's form and re-encoded; what marks a
+// dated tag's answer; and malformed ones refused.
+func TestDecodeDated(t *testing.T) {
+	const ok = `{"resp_code":0,"msg":"success"`
+	for _, tc := range []struct {
+		name, body string
+		ids        []int64
+		strs       []string
+		dated      bool
+		endsIn     time.Duration
+		wantErr    bool
+	}{
+		{"sequential", ok + `,"id":1,"ids":[1,2]}`, []int64{1, 2}, nil, false, -1, false},
+		{"numeric dated", ok + `,"id":20261126000001,"id_str":"20261126000001","ids":[20261126000001,20261126000002],"ids_str":["20261126000001","20261126000002"]}`,
+			[]int64{20261126000001, 20261126000002}, nil, true, -1, false},
+		{"numeric dated, one", ok + `,"id":20261126000001,"id_str":"20261126000001"}`, []int64{20261126000001}, nil, true, -1, false},
+		{"text", ok + `,"id_str":"ORD-20261126-000001","ids_str":["ORD-20261126-000001","ORD-20261126-000002"]}`,
+			nil, []string{"ORD-20261126-000001", "ORD-20261126-000002"}, true, -1, false},
+		{"text, one", ok + `,"id_str":"ORD/20261126/000007"}`, nil, []string{"ORD/20261126/000007"}, true, -1, false},
+		{"text with period_ends_in_ms", ok + `,"id_str":"A1","ids_str":["A1","A2"],"period_ends_in_ms":1500}`,
+			nil, []string{"A1", "A2"}, true, 1500 * time.Millisecond, false},
+		{"numeric with period_ends_in_ms", ok + `,"id":11,"ids":[11],"period_ends_in_ms":0}`, []int64{11}, nil, true, 0, false},
+		{"a negative period_ends_in_ms is 0", ok + `,"id_str":"A1","ids_str":["A1"],"period_ends_in_ms":-5}`, nil, []string{"A1"}, true, 0, false},
+		// Not the server's own form: encoding/json reads them.
+		{"re-encoded text", `{ "resp_code": 0, "msg": "success", "ids_str": [ "ORD\/1", "ORD\/2" ], "period_ends_in_ms": 20 }`,
+			nil, []string{"ORD/1", "ORD/2"}, true, 20 * time.Millisecond, false},
+		{"empty ids_str", ok + `,"id_str":"A1","ids_str":[]}`, nil, []string{"A1"}, true, -1, false},
+		{"no IDs at all", ok + `,"period_ends_in_ms":5}`, nil, nil, false, 0, true},
+		{"unterminated string", ok + `,"ids_str":["A1]}`, nil, nil, false, 0, true},
+		{"text array trailing comma", ok + `,"ids_str":["A1",]}`, nil, nil, false, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := decode(nil, []byte(tc.body))
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("got %+v, want an error", d)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(d.ids, tc.ids) || !slices.Equal(d.strs, tc.strs) || d.dated != tc.dated || d.endsIn != tc.endsIn {
+				t.Errorf("got %+v, %v; want ids %v strs %q dated %v endsIn %v", d, err, tc.ids, tc.strs, tc.dated, tc.endsIn)
+			}
+			if (d.strs == nil) != (tc.strs == nil) {
+				t.Errorf("strs %#v, want %#v: nil means numeric IDs", d.strs, tc.strs)
+			}
+		})
+	}
+	if _, err := appendIDs(nil, []byte(ok+`,"id_str":"A1","ids_str":["A1"]}`)); !errors.Is(err, errNoIDs) {
+		t.Errorf("appendIDs of text IDs: %v, want errNoIDs", err)
+	}
+}
+
 // TestScanMatchesServerFormat: the scanner reads the server's own bodies;
 // the fallback is for others only.
 func TestScanMatchesServerFormat(t *testing.T) {
 	body := []byte(`{"resp_code":0,"msg":"success","id":10,"ids":[10,11,12]}`)
-	if got, ok := scanIDs(nil, body); !ok || !slices.Equal(got, []int64{10, 11, 12}) {
-		t.Errorf("scanIDs: got %v %v, want [10 11 12] true", got, ok)
+	if got, ok := scan(nil, body); !ok || !slices.Equal(got.ids, []int64{10, 11, 12}) || got.dated {
+		t.Errorf("scan: got %+v %v, want [10 11 12], not dated, true", got, ok)
+	}
+	text := []byte(`{"resp_code":0,"msg":"success","id_str":"O-1","ids_str":["O-1","O-2"],"period_ends_in_ms":7}`)
+	if got, ok := scan(nil, text); !ok || !slices.Equal(got.strs, []string{"O-1", "O-2"}) || !got.dated || got.endsIn != 7*time.Millisecond {
+		t.Errorf("scan of text IDs: got %+v %v, want [O-1 O-2], dated, 7ms, true", got, ok)
 	}
 }
 
@@ -131,6 +189,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{URLs: []string{"http://h"}, MaxBatch: -1},
 		{URLs: []string{"http://h"}, MaxBatch: MaxMaxBatch + 1},
 		{URLs: []string{"http://h"}, SnowflakeMaxAge: -time.Second},
+		{URLs: []string{"http://h"}, DatedMaxAge: -time.Second},
 		{URLs: []string{"http://h"}, RequestTimeout: -time.Second},
 	} {
 		if c, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {

@@ -9,6 +9,16 @@
 // Retry-After. Every ID is handed out once; a tag's IDs reach one goroutine
 // strictly increasing while a single instance serves the Client.
 //
+// Client.NextText and NextTextN hand out IDs as text: a dated tag's
+// (API.md §11) as its format writes them ("ORD-20261126-000123"), which
+// is the only way to get those of a dated tag with a prefix or a
+// separator (Next refuses them with ErrTextOnly), and any other tag's in
+// decimal. A dated tag's buffered IDs, text or numeric, are handed out
+// only while their period lasts: until the period's end when the answer
+// says when that is (period_ends_in_ms), else for at most
+// Config.DatedMaxAge (1s) after they were requested; the rest are
+// dropped, never issued (text.go).
+//
 // Generator is the worker-ID lease API of the workerid library
 // (GetID, Renew, Release) over HTTP, with that library's sentinel errors;
 // Keeper keeps one lease for a snowflake generator running in this process,
@@ -17,7 +27,7 @@
 //
 // Errors: an instance's refusal is an *Error carrying its resp_code and
 // message, which unwraps to the sentinel of its resp_code (ErrUnknownTag,
-// ErrTokenExpired, ...); client-side failures are the sentinels ErrClosed,
-// ErrUnavailable, ErrInvalidConfig, ErrInvalidTag. Match them with
-// errors.Is.
+// ErrTokenExpired, ErrPeriodExhausted, ...); client-side failures are the
+// sentinels ErrClosed, ErrUnavailable, ErrInvalidConfig, ErrInvalidTag,
+// ErrTextOnly. Match them with errors.Is.
 package client

@@ -2,10 +2,13 @@ package client
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -47,6 +50,14 @@ var (
 	ErrUnknownTag error = segment.ErrUnknownTag
 	// ErrExhausted: resp_code 10 on /alloc, the tag's ID space is used up.
 	ErrExhausted error = segment.ErrExhausted
+	// ErrPeriodExhausted: resp_code 10 of kind period_exhausted on /alloc,
+	// a dated tag's current period has no number left (API.md §11); the
+	// *Error's RetryAfter says when the next one begins.
+	ErrPeriodExhausted error = dated.ErrPeriodExhausted
+	// ErrTextOnly: Next or NextN on a tag whose IDs are text (a dated tag
+	// with a prefix or a separator); NextText and NextTextN serve them. No
+	// ID is used up by the refusal.
+	ErrTextOnly error = segment.ErrTextOnly
 
 	// ErrNoAvailableID: resp_code 5, every worker ID of the cluster is held.
 	ErrNoAvailableID error = workerlease.ErrNoWorkerID
@@ -76,6 +87,9 @@ type Error struct {
 	Msg string
 	// URL is the base URL of the instance that answered.
 	URL string
+	// RetryAfter is the answer's Retry-After (when to try again: a 503's,
+	// or when a spent period's next one begins), 0 when it has none.
+	RetryAfter time.Duration
 
 	sentinel error
 }
@@ -116,6 +130,21 @@ func newError(url string, status int, a answerError) *Error {
 	return &Error{RespCode: a.code, HTTPStatus: status, Msg: a.msg, URL: url, sentinel: refine(a)}
 }
 
+// retryAfterHeader reads a Retry-After (seconds or an HTTP date) as it
+// is; 0 when absent or unreadable.
+func retryAfterHeader(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 32); err == nil {
+		return max(time.Duration(s)*time.Second, 0)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
 // refine narrows a resp_code by the answer's kind and field, never by its
 // words: resp_code 6 is three kinds, and resp_code 1 names its field.
 func refine(a answerError) error {
@@ -126,6 +155,8 @@ func refine(a answerError) error {
 		return ErrTokenExpired
 	case errs.NotAssigned:
 		return ErrNotAssigned
+	case errs.PeriodExhausted:
+		return ErrPeriodExhausted
 	case errs.BadRequest:
 		switch a.field {
 		case "worker_id":

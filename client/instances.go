@@ -55,9 +55,10 @@ type request struct {
 
 // answer is a decoded response.
 type answer struct {
-	inst   *instance
-	status int
-	body   []byte // valid until the call's handler returns
+	inst       *instance
+	status     int
+	retryAfter string // its Retry-After header
+	body       []byte // valid until the call's handler returns
 }
 
 // order returns the instances to try for one call: those not set aside,
@@ -119,6 +120,7 @@ func (c *Client) do(ctx context.Context, r request, handle func(answer) error) e
 		if code != 0 {
 			putBody(a.body)
 			e := newError(in.base, a.status, ae)
+			e.RetryAfter = retryAfterHeader(a.retryAfter, c.now())
 			if retryElsewhere(code) || code == r.elsewhere {
 				if a.status != http.StatusServiceUnavailable { // a 503's Retry-After is set already
 					in.setAside(c.since() + defaultAside)
@@ -173,7 +175,7 @@ func (c *Client) send(ctx context.Context, in *instance, r request) (answer, err
 	if resp.Close || resp.StatusCode == http.StatusServiceUnavailable {
 		in.setAside(c.since() + retryAfter(resp.Header.Get("Retry-After"), c.now()))
 	}
-	return answer{inst: in, status: resp.StatusCode, body: b}, nil
+	return answer{inst: in, status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: b}, nil
 }
 
 var jsonCT = []string{"application/json"}

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // authorize is nil when the connection may make an admin call (API.md §2):
@@ -84,7 +85,7 @@ func (s *Server) hset(c redcon.Conn, ses *session, args [][]byte) error {
 		return err
 	}
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
-		"format", string(t.Format), "length", t.Length, "via", "resp", "remote", ses.remote)
+		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec, "via", "resp", "remote", ses.remote)
 	c.WriteInt(len(args[2:]) / 2)
 	return nil
 }
@@ -98,10 +99,15 @@ const (
 	fieldLength
 	fieldType
 	fieldAutoDisk
+	fieldPeriod
+	fieldTimeZone
+	fieldPrefix
+	fieldSeparator
 )
 
 // hsetFields names the fields for the refusal of another.
-const hsetFields = "HSET takes step, start, description, format, length, and number-dispenser's type, starting and auto_disk"
+const hsetFields = "HSET takes step, start, description, format, length, format dated's period, time_zone, prefix and separator, " +
+	"and number-dispenser's type, starting and auto_disk"
 
 // typeFormats are number-dispenser's types as idalloc's formats.
 var typeFormats = map[string]segment.Format{
@@ -118,8 +124,12 @@ var (
 // readTag reads HSET's field-value pairs into a new tag. Only the wire is
 // checked here: each field known and given once, numbers that are
 // integers. The rules of a tag and their words are the allocator's
-// (segment.CheckNewTag), as for POST /tags. Field names match in any
-// case, as number-dispenser's do.
+// (segment.CheckNewTag), as for POST /tags: a dated setting (period,
+// time_zone, prefix, separator) is handed over as sent, and refused there
+// for a tag of another format or a value out of range. Field names match
+// in any case, as number-dispenser's do; values are taken as sent (a
+// time zone's name is case-sensitive). A dated tag without step gets the
+// domain's default, others DefaultStep.
 func readTag(tag []byte, pairs [][]byte) (segment.NewTag, error) {
 	t := segment.NewTag{AppTag: string(tag), Step: DefaultStep}
 	var seen int
@@ -154,6 +164,18 @@ func readTag(tag []byte, pairs [][]byte) (segment.NewTag, error) {
 				err = errBadType
 			}
 			typeFormat = f
+		case "period":
+			bit = fieldPeriod
+			t.Period = dated.Period(value)
+		case "time_zone":
+			bit = fieldTimeZone
+			t.TimeZone = string(value)
+		case "prefix":
+			bit = fieldPrefix
+			t.Prefix = string(value)
+		case "separator":
+			bit = fieldSeparator
+			t.Separator = string(value)
 		case "auto_disk", "auto-disk":
 			// number-dispenser's persistence strategy: accepted and
 			// ignored, since every one of idalloc's is safe (no ID is
@@ -175,6 +197,9 @@ func readTag(tag []byte, pairs [][]byte) (segment.NewTag, error) {
 			return t, errTypeVsFormat
 		}
 		t.Format = typeFormat
+	}
+	if seen&fieldStep == 0 && t.Format == segment.FormatDated {
+		t.Step = 0 // the domain's default for dated tags (API.md §11)
 	}
 	return t, nil
 }

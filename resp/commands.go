@@ -5,8 +5,10 @@ import (
 	"runtime/debug"
 	"strconv"
 
-	"github.com/idalloc/idalloc/snowflake"
 	"github.com/tidwall/redcon"
+
+	"github.com/idalloc/idalloc/segment/dated"
+	"github.com/idalloc/idalloc/snowflake"
 )
 
 // session is one connection's state, kept as redcon's connection context.
@@ -21,8 +23,9 @@ type session struct {
 	// lastTag is the tag of the last command, so a connection asking for
 	// the same tag again and again converts its bytes to a string once.
 	lastTag string
-	num     [20]byte // an ID's digits
-	ids     []int64  // scratch for MGET and IDS
+	num     [dated.MaxTextLength]byte // an ID's digits, or a dated tag's text ID
+	ids     []int64                   // scratch for IDS, and MGET's answer ends
+	text    []byte                    // scratch for MGET's answers (text.go)
 	// out is the connection as the handlers write to it.
 	out meter
 }
@@ -211,16 +214,18 @@ var arityErrors = func() (errs [numCommands]*replyError) {
 	return errs
 }()
 
-// get serves GET tag: the next ID as a bulk string of digits. Every format
-// keeps its width by construction (a fixed_length or scrambled ID has
-// exactly length digits), so the digits are the ID's own.
+// get serves GET tag: the next ID as a bulk string. Every format keeps its
+// width by construction (a fixed_length or scrambled ID has exactly length
+// digits), so the digits are the ID's own; a dated tag's ID is its text
+// (text.go), digits alone for one without prefix and separator.
 func (s *Server) get(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) != 2 {
 		return arity(cmdGet, args)
 	}
-	id, err := s.seg.Next(s.ctx, ses.tag(args[1]))
+	tag := ses.tag(args[1])
+	id, err := s.seg.Next(s.ctx, tag)
 	if err != nil {
-		return err
+		return s.getText(c, ses, tag, err)
 	}
 	c.WriteBulk(strconv.AppendInt(ses.num[:0], id, 10))
 	return nil
@@ -233,7 +238,7 @@ func (s *Server) incr(c redcon.Conn, ses *session, args [][]byte) error {
 	}
 	id, err := s.seg.Next(s.ctx, ses.tag(args[1]))
 	if err != nil {
-		return err
+		return incrError(err)
 	}
 	c.WriteInt64(id)
 	return nil
@@ -252,8 +257,9 @@ func (s *Server) incrBy(c redcon.Conn, ses *session, args [][]byte) error {
 	return s.incr(c, ses, args[:2])
 }
 
-// mget serves MGET tag [tag …]: the next ID of each. Every tag is checked
-// before any ID is taken, so a bad or unknown tag costs the others nothing.
+// mget serves MGET tag [tag …]: the next ID of each, as GET answers it.
+// Every tag is checked before any ID is taken, so a bad or unknown tag
+// costs the others nothing.
 func (s *Server) mget(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) < 2 {
 		return arity(cmdMget, args)
@@ -264,21 +270,13 @@ func (s *Server) mget(c redcon.Conn, ses *session, args [][]byte) error {
 			return err
 		}
 	}
-	ids := ses.scratch(len(tags))
-	for i, t := range tags {
-		id, err := s.seg.Next(s.ctx, ses.tag(t))
-		if err != nil {
-			return err
-		}
-		ids[i] = id
-	}
-	s.writeIDs(c, ses, ids)
-	return nil
+	return s.mgetText(c, ses, tags)
 }
 
 // ids serves IDS tag count: count IDs as /alloc?count= gives them, with
 // the same limit (max_batch): strictly increasing for sequential and
-// fixed_length tags, unique in no order for scrambled ones.
+// fixed_length tags, unique in no order for scrambled ones, of one period
+// and increasing for dated ones (as text: text.go).
 func (s *Server) ids(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) != 3 {
 		return arity(cmdIDs, args)
@@ -288,8 +286,9 @@ func (s *Server) ids(c redcon.Conn, ses *session, args [][]byte) error {
 		return err
 	}
 	ids := ses.scratch(n)
-	if err := s.seg.NextN(s.ctx, ses.tag(args[1]), ids); err != nil {
-		return err
+	tag := ses.tag(args[1])
+	if err := s.seg.NextN(s.ctx, tag, ids); err != nil {
+		return s.idsText(c, ses, tag, ids, err)
 	}
 	s.writeIDs(c, ses, ids)
 	return nil

@@ -4,12 +4,13 @@ import (
 	"errors"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // RESP error classes: the first word of an error reply, which clients read
 // to decide what to do (API.md §6).
 const (
-	classErr      = "ERR"      // bad input, unknown tag or command, exists, exhausted
+	classErr      = "ERR"      // bad input, unknown tag or command, exists, exhausted (a period too)
 	classNoAuth   = "NOAUTH"   // admin rights missing
 	classTryAgain = "TRYAGAIN" // retry, on another instance if there is one
 	// Redis's own class for HELLO 3, on which clients fall back to RESP2.
@@ -21,11 +22,15 @@ const (
 // one HTTP sends as msg. A kind missing here is answered as an internal
 // error; TestKindClass holds it to errs.Kinds.
 var kindClass = map[errs.Kind]string{
-	errs.BadRequest:       classErr,
-	errs.UnknownTag:       classErr,
-	errs.UnknownRoute:     classErr,
-	errs.Exists:           classErr,
-	errs.Exhausted:        classErr,
+	errs.BadRequest:   classErr,
+	errs.UnknownTag:   classErr,
+	errs.UnknownRoute: classErr,
+	errs.Exists:       classErr,
+	errs.Exhausted:    classErr,
+	// HTTP's resp_code 10 (API.md §11), which §6 answers ERR: a spent
+	// period is not cured by retrying at once, as go-redis does on
+	// TRYAGAIN, but by the next period; the words say when it begins.
+	errs.PeriodExhausted:  classErr,
 	errs.MethodNotAllowed: classErr,
 	errs.TokenMismatch:    classErr,
 	errs.LeaseExpired:     classErr,
@@ -33,7 +38,6 @@ var kindClass = map[errs.Kind]string{
 	errs.Unavailable:      classTryAgain,
 	errs.Draining:         classTryAgain,
 	errs.ClockBackwards:   classTryAgain,
-	errs.PeriodExhausted:  classTryAgain,
 	// HTTP's resp_code 5 (no worker ID free, or snowflake mode off): §6
 	// keeps TRYAGAIN for resp_codes 3 and 4, and clients such as go-redis
 	// retry a TRYAGAIN at once, which neither cures.
@@ -104,13 +108,19 @@ func classify(err error) (line string, out outcome, internal bool) {
 		return re.line, re.outcome, false
 	}
 	if e, ok := errs.Describe(err); ok {
+		msg := e.Error()
+		if pe, ok := errors.AsType[*dated.ExhaustedError](err); ok {
+			// HTTP's msg and then when the next period begins, which
+			// HTTP says in Retry-After and RESP has no other place for.
+			msg = pe.Error()
+		}
 		switch class := kindClass[e.Kind]; class {
 		case classTryAgain:
-			return class + " " + e.Error(), outTryAgain, false
+			return class + " " + msg, outTryAgain, false
 		case classNoAuth:
-			return class + " " + e.Error(), outNoAuth, false
+			return class + " " + msg, outNoAuth, false
 		case classErr:
-			return class + " " + e.Error(), outErr, false
+			return class + " " + msg, outErr, false
 		}
 	}
 	return errInternal.line, outInternal, true

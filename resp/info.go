@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // redisVersion is the Redis version INFO and HELLO claim, for clients that
@@ -117,6 +118,8 @@ func (s *Server) serverSections() []section {
 //	issued, given_back, wasted           IDs handed out, returned to the
 //	                                     store at a stop, lost (gaps)
 //	waste_rate                           wasted / (issued + wasted), in %
+//
+// and a dated tag's lines after them (appendPeriodInfo).
 func (s *Server) tagInfo(c redcon.Conn, tag string) error {
 	// Buffered refuses an invalid or unknown tag in the domain's words,
 	// as /health?app_tag= does.
@@ -170,6 +173,53 @@ func (s *Server) tagInfo(c redcon.Conn, tag string) error {
 		b = append(b, kv[1]...)
 		b = append(b, "\r\n"...)
 	}
+	if format == segment.FormatDated {
+		b = appendPeriodInfo(b, row, st.Period)
+	}
 	c.WriteBulk(b)
 	return nil
+}
+
+// appendPeriodInfo appends a dated tag's lines to INFO tag (API.md §11):
+// its settings as created (period, time_zone, prefix, separator; length
+// and start are the sequence part's), then its current period on this
+// instance, empty before its first ID here:
+//
+//	current_period                       the period's stamp (20261126)
+//	period_start, period_end             its stretch of time, RFC 3339 in
+//	                                     the tag's zone; the next period
+//	                                     begins at period_end
+//	period_issued                        IDs of it this instance issued
+//	period_left                          its numbers that may still be
+//	                                     issued, as far as this instance
+//	                                     knows (unreserved at its last
+//	                                     fetch, plus its buffered ones)
+//	next_period_buffered                 the next period's first range,
+//	                                     fetched ahead of its start
+func appendPeriodInfo(b []byte, row segment.Tag, p segment.PeriodStats) []byte {
+	set, _ := dated.ParseSpec(row.FormatSpec) // a spec this build cannot read serves no ID either: lines left empty
+	line := func(k, v string) {
+		b = append(b, k...)
+		b = append(b, ':')
+		b = append(b, v...)
+		b = append(b, "\r\n"...)
+	}
+	line("period", string(set.Period))
+	line("time_zone", set.TimeZone)
+	line("prefix", set.Prefix)
+	line("separator", set.Separator)
+	if p.Stamp == 0 {
+		for _, k := range [...]string{"current_period", "period_start", "period_end", "period_issued", "period_left", "next_period_buffered"} {
+			line(k, "")
+		}
+		return b
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	line("current_period", i64(p.Stamp))
+	line("period_start", p.Start.Format(time.RFC3339))
+	line("period_end", p.End.Format(time.RFC3339))
+	line("period_issued", i64(p.Issued))
+	line("period_left", i64(p.Left))
+	line("next_period_buffered", i64(p.NextPrefetched))
+	return b
 }

@@ -102,7 +102,7 @@ func TestKindClass(t *testing.T) {
 		errs.Exists: "ERR", errs.Exhausted: "ERR", errs.MethodNotAllowed: "ERR",
 		errs.TokenMismatch: "ERR", errs.LeaseExpired: "ERR", errs.NotAssigned: "ERR",
 		errs.Unavailable: "TRYAGAIN", errs.Draining: "TRYAGAIN", errs.ClockBackwards: "TRYAGAIN",
-		errs.PeriodExhausted: "TRYAGAIN", errs.NoWorkerID: "ERR",
+		errs.PeriodExhausted: "ERR", errs.NoWorkerID: "ERR",
 		errs.Unauthorized: "NOAUTH", errs.Forbidden: "NOAUTH",
 	}
 	for _, kind := range errs.Kinds() {

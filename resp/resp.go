@@ -24,7 +24,10 @@
 //
 // The hot path (GET) claims an ID with one atomic add in the allocator and
 // appends its digits to redcon's output buffer: it allocates nothing of its
-// own; redcon allocates the command's copy and its argument slice.
+// own; redcon allocates the command's copy and its argument slice. A dated
+// tag's IDs (API.md §11) are answered by GET, MGET and IDS as the text its
+// format writes ("ORD-20261126-000123"), allocating nothing either
+// (text.go); INFO tag shows its current period.
 package resp
 
 import (
@@ -62,9 +65,16 @@ const shutdownTimeout = 10 * time.Second
 // Buffered and CreateTag refuse an invalid tag (and CreateTag any invalid
 // field) with a *segment.Error, as they answer unknown tags, exhaustion and
 // outages; anything else is answered as an internal error.
+//
+// A dated tag whose IDs are text (a prefix or a separator, API.md §11) is
+// refused by Next and NextN with segment.ErrTextOnly before anything is
+// claimed; AppendNextText and NextTextN serve its IDs as text (and any
+// other tag's, in decimal).
 type Segments interface {
 	Next(ctx context.Context, tag string) (int64, error)
 	NextN(ctx context.Context, tag string, dst []int64) error
+	AppendNextText(ctx context.Context, tag string, dst []byte) ([]byte, error)
+	NextTextN(ctx context.Context, tag string, buf []int64) (segment.TextBatch, error)
 	Buffered(tag string) (int64, error)
 	Stats() []segment.TagStats
 	// Tags lists the tags as of the last tag-list reload, sorted by

@@ -172,6 +172,10 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 
 func (a *Allocator) now() time.Time { return a.cfg.Now() }
 
+// Now reads the clock the allocator judges dated periods by (Config.Now):
+// what a front end measures a period's end against.
+func (a *Allocator) Now() time.Time { return a.cfg.Now() }
+
 // Next returns the next ID of tag. Errors: ErrInvalidTag, ErrUnknownTag,
 // ErrUnavailable (nothing buffered and the store did not deliver within
 // WaitTimeout), ErrExhausted, ErrClosed; for a dated tag also ErrTextOnly

@@ -18,16 +18,55 @@ import (
 // store query or an allocation, from one atomic load while no dated tag
 // exists.
 //
-//	GET /alloc?app_tag=num           {"resp_code":0,"msg":"success","id":20261126000123,"id_str":"20261126000123"}
-//	GET /alloc?app_tag=num&count=2   {…,"id":20261126000124,"id_str":"20261126000124","ids":[…,…],"ids_str":["…","…"]}
-//	GET /alloc?app_tag=ord           {"resp_code":0,"msg":"success","id_str":"ORD-20261126-000123"}
-//	GET /alloc?app_tag=ord&count=2   {…,"id_str":"ORD-20261126-000124","ids_str":["ORD-20261126-000124","ORD-20261126-000125"]}
+//	GET /alloc?app_tag=num           {"resp_code":0,"msg":"success","id":20261126000123,"id_str":"20261126000123","period_ends_in_ms":32400000}
+//	GET /alloc?app_tag=num&count=2   {…,"id":20261126000124,"id_str":"20261126000124","ids":[…,…],"ids_str":["…","…"],"period_ends_in_ms":…}
+//	GET /alloc?app_tag=ord           {"resp_code":0,"msg":"success","id_str":"ORD-20261126-000123","period_ends_in_ms":3600000}
+//	GET /alloc?app_tag=ord&count=2   {…,"id_str":"ORD-20261126-000124","period_ends_in_ms":…,"ids_str":["ORD-20261126-000124","ORD-20261126-000125"]}
+//
+// period_ends_in_ms says how long, by this instance's clock, until the
+// IDs' period ends (appendPeriodEnd): the Go client serves them no longer.
 //
 // A period whose numbers are spent is resp_code 10, kind period_exhausted,
 // HTTP 409 as API.md §2's table has resp_code 10, with Retry-After until
 // the next period begins (errors.go). An instance whose clock is off the
 // store's refuses dated tags with kind unavailable: 503, resp_code 3,
 // Retry-After 1, the allocator checking the clocks again every second.
+
+// appendPeriodEnd appends `,"period_ends_in_ms":N`: how long, by this
+// instance's clock, until the period of the stamp its IDs carry ends. The
+// Go client serves buffered IDs only that long, measured on its own
+// monotonic clock from before it asked, so no ID is served after its
+// period ended, whatever the client's wall clock says. From the IDs' stamp,
+// not from now: a boundary may have passed since they were issued. A stamp
+// that names no period (never, from the allocator) gets 0.
+func appendPeriodEnd(b []byte, f *dated.Format, stamp int64, now time.Time) []byte {
+	var ms int64
+	if k, err := f.KeyOfStamp(stamp); err == nil {
+		ms = max(k.End.Sub(now).Milliseconds(), 0)
+	}
+	b = append(b, `,"period_ends_in_ms":`...)
+	return strconv.AppendInt(b, ms, 10)
+}
+
+// textStamp reads the stamp of a dated text ID: its digits after the
+// prefix and separator.
+func textStamp(f *dated.Format, id []byte) int64 {
+	from := 0
+	if f.Prefix() != "" { // "prefix sep stamp sep seq"; without a prefix, "stamp sep seq"
+		from = len(f.Prefix()) + len(f.Separator())
+	}
+	var stamp int64
+	for _, c := range id[from:min(from+f.Period().Digits(), len(id))] {
+		stamp = stamp*10 + int64(c-'0')
+	}
+	return stamp
+}
+
+// numericStamp is the stamp of a numeric dated ID.
+func numericStamp(f *dated.Format, id int64) int64 {
+	stamp, _, _ := f.ParseID(id)
+	return stamp
+}
 
 // appendIDStr appends `,"<name>":"<id>"`. Dated IDs are digits, letters
 // and -_/. only (dated's rules), so they need no escaping.
@@ -44,13 +83,18 @@ func appendIDStr(b []byte, name string, id int64) []byte {
 func (s *Server) allocText(w http.ResponseWriter, r *http.Request, tag string) int {
 	bp := getBuf()
 	b := append(*bp, okPrefix+`,"id_str":"`...)
+	from := len(b)
 	b, err := s.seg.AppendNextText(r.Context(), tag, b)
 	*bp = b
 	if err != nil {
 		putBuf(bp)
 		return s.fail(w, r, err)
 	}
-	*bp = append(b, `"}`...)
+	b = append(b, '"')
+	if f := s.seg.DatedFormat(tag); f != nil {
+		b = appendPeriodEnd(b, f, textStamp(f, b[from:len(b)-1]), s.seg.Now())
+	}
+	*bp = append(b, '}')
 	return sendPooled(w, http.StatusOK, bp)
 }
 
@@ -64,8 +108,14 @@ func (s *Server) allocTextN(w http.ResponseWriter, r *http.Request, tag string, 
 	}
 	bp := getBuf()
 	b := append(*bp, okPrefix+`,"id_str":"`...)
+	from := len(b)
 	b = batch.AppendID(b, 0)
-	b = append(b, `","ids_str":[`...)
+	first := b[from:]
+	b = append(b, '"')
+	if f := s.seg.DatedFormat(tag); f != nil {
+		b = appendPeriodEnd(b, f, textStamp(f, first), s.seg.Now())
+	}
+	b = append(b, `,"ids_str":[`...)
 	for i := range batch.Len() {
 		if i > 0 {
 			b = append(b, ',')

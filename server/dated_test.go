@@ -36,6 +36,8 @@ func (f *fakeSegments) NextTextN(ctx context.Context, tag string, buf []int64) (
 // DatedFormat: the fake has no dated tags.
 func (f *fakeSegments) DatedFormat(string) *dated.Format { return nil }
 
+func (f *fakeSegments) Now() time.Time { return time.Now() }
+
 // datedRig is a server as main wires it on a real store, its allocator on
 // the clock now (nil: the real one) and bounded by skew against the
 // store's clock, with the admin token "s3cret".
@@ -101,14 +103,14 @@ func TestDatedOverHTTP(t *testing.T) {
 				{method: "POST", target: "/tags", body: `{"app_tag":"seq","step":10}`, status: 201,
 					want: created + `"seq","step":10,"start":1,"description":"","format":"sequential","length":0}`},
 
-				{target: "/alloc?app_tag=num", status: 200, want: ok + `"id":20261126000001,"id_str":"20261126000001"}`},
+				{target: "/alloc?app_tag=num", status: 200, want: ok + `"id":20261126000001,"id_str":"20261126000001","period_ends_in_ms":32400000}`},
 				{target: "/alloc?app_tag=num&count=2", status: 200,
-					want: ok + `"id":20261126000002,"id_str":"20261126000002","ids":[20261126000002,20261126000003],"ids_str":["20261126000002","20261126000003"]}`},
+					want: ok + `"id":20261126000002,"id_str":"20261126000002","ids":[20261126000002,20261126000003],"ids_str":["20261126000002","20261126000003"],"period_ends_in_ms":32400000}`},
 				// 23:00 on the 26th in Shanghai.
-				{target: "/alloc?app_tag=ord", status: 200, want: ok + `"id_str":"ORD-20261126-000001"}`},
-				{target: "/alloc?app_tag=ord&count=2", status: 200, want: ok + `"id_str":"ORD-20261126-000002","ids_str":["ORD-20261126-000002","ORD-20261126-000003"]}`},
-				{target: "/alloc?app_tag=inv", status: 200, want: ok + `"id_str":"202611/0100"}`},
-				{target: "/alloc?app_tag=one", status: 200, want: ok + `"id":202611269,"id_str":"202611269"}`},
+				{target: "/alloc?app_tag=ord", status: 200, want: ok + `"id_str":"ORD-20261126-000001","period_ends_in_ms":3600000}`},
+				{target: "/alloc?app_tag=ord&count=2", status: 200, want: ok + `"id_str":"ORD-20261126-000002","period_ends_in_ms":3600000,"ids_str":["ORD-20261126-000002","ORD-20261126-000003"]}`},
+				{target: "/alloc?app_tag=inv", status: 200, want: ok + `"id_str":"202611/0100","period_ends_in_ms":378000000}`},
+				{target: "/alloc?app_tag=one", status: 200, want: ok + `"id":202611269,"id_str":"202611269","period_ends_in_ms":32400000}`},
 				// Spent until midnight UTC, 9 hours away.
 				{target: "/alloc?app_tag=one", status: 409, want: exhaustedBody, retryAfter: "32400"},
 				{target: "/alloc?app_tag=one&count=1", status: 409, want: exhaustedBody, retryAfter: "32400"},
@@ -118,12 +120,12 @@ func TestDatedOverHTTP(t *testing.T) {
 				{target: "/alloc?app_tag=test_business", status: 200, want: ok + `"id":1}`},
 
 				// Midnight in Shanghai: ord's next day; UTC's tags keep theirs.
-				{at: time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC), target: "/alloc?app_tag=ord", status: 200, want: ok + `"id_str":"ORD-20261127-000001"}`},
-				{target: "/alloc?app_tag=num", status: 200, want: ok + `"id":20261126000004,"id_str":"20261126000004"}`},
+				{at: time.Date(2026, 11, 26, 16, 0, 0, 0, time.UTC), target: "/alloc?app_tag=ord", status: 200, want: ok + `"id_str":"ORD-20261127-000001","period_ends_in_ms":86400000}`},
+				{target: "/alloc?app_tag=num", status: 200, want: ok + `"id":20261126000004,"id_str":"20261126000004","period_ends_in_ms":28800000}`},
 				{at: time.Date(2026, 11, 26, 23, 59, 30, 0, time.UTC), target: "/alloc?app_tag=one", status: 409, want: exhaustedBody, retryAfter: "30"},
-				{at: time.Date(2026, 11, 27, 0, 0, 1, 0, time.UTC), target: "/alloc?app_tag=one", status: 200, want: ok + `"id":202611279,"id_str":"202611279"}`},
-				{target: "/alloc?app_tag=num", status: 200, want: ok + `"id":20261127000001,"id_str":"20261127000001"}`},
-				{target: "/alloc?app_tag=inv&count=2", status: 200, want: ok + `"id_str":"202611/0101","ids_str":["202611/0101","202611/0102"]}`},
+				{at: time.Date(2026, 11, 27, 0, 0, 1, 0, time.UTC), target: "/alloc?app_tag=one", status: 200, want: ok + `"id":202611279,"id_str":"202611279","period_ends_in_ms":86399000}`},
+				{target: "/alloc?app_tag=num", status: 200, want: ok + `"id":20261127000001,"id_str":"20261127000001","period_ends_in_ms":86399000}`},
+				{target: "/alloc?app_tag=inv&count=2", status: 200, want: ok + `"id_str":"202611/0101","period_ends_in_ms":345599000,"ids_str":["202611/0101","202611/0102"]}`},
 			}
 			for _, s := range steps {
 				if !s.at.IsZero() {

@@ -46,8 +46,9 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 		bp := getBuf()
 		b := append(*bp, okPrefix+`,"id":`...)
 		b = strconv.AppendInt(b, id, 10)
-		if s.seg.DatedFormat(tag) != nil {
+		if f := s.seg.DatedFormat(tag); f != nil {
 			b = appendIDStr(b, "id_str", id)
+			b = appendPeriodEnd(b, f, numericStamp(f, id), s.seg.Now())
 		}
 		*bp = append(b, '}')
 		return sendPooled(w, http.StatusOK, bp)
@@ -62,7 +63,11 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 		return s.fail(w, r, err)
 	}
 	bp := getBuf()
-	b := appendIDs(append(*bp, okPrefix...), ids, s.seg.DatedFormat(tag) != nil)
+	f := s.seg.DatedFormat(tag)
+	b := appendIDs(append(*bp, okPrefix...), ids, f != nil)
+	if f != nil { // a batch is one period's
+		b = appendPeriodEnd(b, f, numericStamp(f, ids[0]), s.seg.Now())
+	}
 	*bp = append(b, '}')
 	return sendPooled(w, http.StatusOK, bp)
 }

@@ -83,6 +83,8 @@ type Segments interface {
 	// which Next and NextN refuse (segment.ErrTextOnly) and these serve.
 	AppendNextText(ctx context.Context, tag string, dst []byte) ([]byte, error)
 	NextTextN(ctx context.Context, tag string, buf []int64) (segment.TextBatch, error)
+	// Now is the clock dated periods are judged by (segment.Config.Now).
+	Now() time.Time
 	// DatedFormat is tag's dated format, nil for a tag of another format
 	// (or one not served yet), without asking the store.
 	DatedFormat(tag string) *dated.Format

@@ -62,10 +62,12 @@ type row struct {
 	field        string
 
 	// The RESP command, sent after AUTH with the admin token when auth;
-	// respSkip, instead, says why RESP cannot produce kind.
+	// respSkip, instead, says why RESP cannot produce kind; httpSkip why
+	// HTTP cannot (RESP's words are then checked against respOwn only).
 	cmd      []any
 	auth     bool
 	respSkip string
+	httpSkip string
 	// class is the RESP error's first word (API.md §6); the rest is HTTP's
 	// msg, unless respOwn is set: then RESP's words begin with respOwn,
 	// and respWhy says why they cannot be HTTP's.
@@ -115,10 +117,12 @@ func rows() []row {
 		{kind: errs.Exhausted, setup: spendTag, target: "/alloc?app_tag=spent", status: 409, code: 10, field: "app_tag",
 			cmd: []any{"GET", "spent"}, class: "ERR"},
 		// resp_code 10 (API.md §11), which §2's table answers 409, with
-		// Retry-After until the next period.
+		// Retry-After until the next period; RESP answers ERR (§6: TRYAGAIN
+		// is for resp_codes 3 and 4, and go-redis retries it at once).
 		{kind: errs.PeriodExhausted, setup: spendPeriod, target: "/alloc?app_tag=spent_period", status: 409, code: 10, field: "app_tag",
-			cmd: []any{"GET", "spent_period"}, class: "TRYAGAIN",
-			respOwn: dated.ErrPeriodExhausted.Error(), respWhy: "RESP has no Retry-After: its words may add the seconds to the next period, which HTTP sends as Retry-After"},
+			cmd: []any{"GET", "spent_period"}, class: "ERR",
+			respOwn: dated.ErrPeriodExhausted.Error() + " (the next period begins in ",
+			respWhy: "RESP has no Retry-After: its words end with when the next period begins"},
 	}
 }
 
@@ -153,7 +157,12 @@ func TestEveryKindOverHTTPAndRESP(t *testing.T) {
 				r.setup(t, in)
 			}
 			var msg string
-			t.Run("HTTP", func(t *testing.T) { msg = checkHTTP(t, in, r) })
+			t.Run("HTTP", func(t *testing.T) {
+				if r.httpSkip != "" {
+					t.Skip(r.httpSkip)
+				}
+				msg = checkHTTP(t, in, r)
+			})
 			t.Run("RESP", func(t *testing.T) {
 				if r.respSkip != "" {
 					t.Skip(r.respSkip)

@@ -102,3 +102,29 @@ func (f *Format) stretchEnd(t time.Time, s, w1 int64) time.Time {
 	}
 	return u.Add(time.Nanosecond)
 }
+
+// KeyOfStamp returns the Key of the period whose stamp is stamp: its
+// first stretch when the stamp comes round twice (a fall-back), whose End
+// is then the earlier one. A front end uses it to say when an ID's period
+// ends (the ID carries its stamp, while the clock may have passed a
+// boundary since it was issued). Errors: ErrClockRange for a stamp that is
+// not a reading of f's period in the years 1000 to 9999, or one the wall
+// clock skips.
+func (f *Format) KeyOfStamp(stamp int64) (Key, error) {
+	if stamp < f.minStamp || stamp >= f.stampLimit {
+		return Key{}, ErrClockRange
+	}
+	parts := [4]int{1, 1, 0, 0} // month, day, hour, minute: the period's start
+	rest := stamp
+	for i := f.rank - 1; i >= 1; i-- {
+		parts[i-1] = int(rest % 100)
+		rest /= 100
+	}
+	year := int(rest)
+	t := time.Date(year, time.Month(parts[0]), parts[1], parts[2], parts[3], 0, 0, f.loc)
+	k, err := f.Of(t)
+	if err != nil || k.Stamp != stamp {
+		return Key{}, ErrClockRange
+	}
+	return k, nil
+}
