@@ -98,6 +98,8 @@ type Allocator struct {
 	// dated tag is created or served.
 	periods PeriodStore
 	cfg     Config
+	// coarse is the clock dated claims read between boundaries.
+	coarse coarseClock
 	// clock bounds this instance's clock by the store's for dated tags;
 	// hasDated is set once a dated tag is served, so that an allocator
 	// without any asks nothing of the store's clock.
@@ -146,6 +148,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	if cfg.FetchTimeout == 0 {
 		cfg.FetchTimeout = 5 * time.Second
 	}
+	coarse := cfg.Now == nil // dated claims may read the coarse clock (dated_coarse.go)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -160,6 +163,7 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 		a.periods = timedPeriods{ps}
 	}
 	a.clock.bound, a.clock.log = cfg.MaxClockSkew, cfg.Logger
+	a.coarse.on = coarse
 	a.tags.Store(&map[string]*buffer{})
 	a.rows.Store(&[]Tag{})
 	if err := a.reload(ctx); err != nil {

@@ -104,10 +104,15 @@ func (d *datedTag) claim(ctx context.Context) (*buffer, int64, error) {
 		if e := d.a.clock.err.Load(); e != nil {
 			return nil, 0, e
 		}
-		now := d.a.now()
-		ns := now.UnixNano()
 		p := d.cur.Load()
+		var per *period
+		if p != nil {
+			per = p.per
+		}
+		ns := d.a.datedNanos(per)
 		if p == nil || !p.per.contains(ns) {
+			now := d.a.now() // the real clock: a boundary is decided here
+			ns = now.UnixNano()
 			var err error
 			if p, err = d.turn(now); err != nil {
 				return nil, 0, err
@@ -143,10 +148,15 @@ func (d *datedTag) claimN(ctx context.Context, seqs []int64) (*buffer, error) {
 		if e := d.a.clock.err.Load(); e != nil {
 			return nil, e
 		}
-		now := d.a.now()
-		ns := now.UnixNano()
 		p := d.cur.Load()
+		var per *period
+		if p != nil {
+			per = p.per
+		}
+		ns := d.a.datedNanos(per)
 		if p == nil || !p.per.contains(ns) {
+			now := d.a.now()
+			ns = now.UnixNano()
 			var err error
 			if p, err = d.turn(now); err != nil {
 				return nil, err
