@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/internal/flagtest"
 )
 
 // TestHelpExitsZero: -help and -h, of idalloc and of each command, print
@@ -99,50 +99,16 @@ func TestServeRefusesArguments(t *testing.T) {
 // go to stderr. migrate/cmd's test of the same name holds the commands to
 // it.
 func TestHelpGoesToStdout(t *testing.T) {
-	cases := []struct {
-		name       string
-		parse      func(args []string, stdout, stderr io.Writer) error
-		args       []string
-		wantStdout string // "" for nothing
-		wantStderr string // "" for nothing
-	}{
-		{"idalloc -help", parseServeOnly, []string{"-help"}, "Usage: idalloc [-config PATH]", ""},
-		{"idalloc -nope", parseServeOnly, []string{"-nope"}, "", "flag provided but not defined: -nope\nUsage: idalloc"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			err := c.parse(c.args, &stdout, &stderr)
-			switch help := c.wantStdout != ""; {
-			case help && !errors.Is(err, flag.ErrHelp):
-				t.Errorf("%s: got error %v, want flag.ErrHelp", c.name, err)
-			case !help && (err == nil || errors.Is(err, flag.ErrHelp)):
-				t.Errorf("%s: got error %v, want a flag error", c.name, err)
-			}
-			for _, o := range []struct {
-				name      string
-				got, want string
-			}{{"stdout", stdout.String(), c.wantStdout}, {"stderr", stderr.String(), c.wantStderr}} {
-				if (o.want == "") != (o.got == "") || !strings.Contains(o.got, o.want) {
-					t.Errorf("%s: %s got %q, want %s", c.name, o.name, o.got, quoteOr(o.want, "nothing"))
-				}
-			}
-		})
-	}
+	flagtest.Run(t, []flagtest.Case{
+		{Name: "idalloc -help", Parse: parseServeOnly, Args: []string{"-help"}, WantStdout: "Usage: idalloc [-config PATH]", WantStderr: ""},
+		{Name: "idalloc -nope", Parse: parseServeOnly, Args: []string{"-nope"}, WantStdout: "", WantStderr: "flag provided but not defined: -nope\nUsage: idalloc"},
+	})
 }
 
 // parseServeOnly is config.ParseServe with the signature of the cases.
 func parseServeOnly(args []string, stdout, stderr io.Writer) error {
 	_, err := config.ParseServe(args, stdout, stderr)
 	return err
-}
-
-// quoteOr is s quoted, or otherwise when s is empty.
-func quoteOr(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return strconv.Quote(s)
 }
 
 // TestREADMEShowsTheHelp: the README shows `idalloc -help` as it is, so
