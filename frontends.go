@@ -40,7 +40,7 @@ func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend
 		deps.Snowflake, deps.OwnLease, respDeps.Snowflake = p.source, p.keeper, p.source
 	}
 	srv, err := server.New(server.Config{
-		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch, MaxConns: cfg.MaxConns,
+		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, MaxConns: cfg.MaxConns,
 		Logger: p.log, Metrics: p.metrics, Gatherer: p.reg,
 	}, deps)
 	if err != nil {

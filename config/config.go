@@ -30,6 +30,8 @@ type Config struct {
 	DSN        string `json:"dsn"`
 	AdminToken string `json:"admin_token"`
 	MaxBatch   int    `json:"max_batch"`
+	// MaxRange is the largest count of /alloc?as=ranges (API.md §12).
+	MaxRange int `json:"max_range"`
 	// MaxConns caps the open HTTP connections; at the cap a new one
 	// closes the longest-idle keep-alive connection, or is answered 503
 	// and closed when none is idle (frontend.Limiter). See
@@ -171,6 +173,7 @@ func Default() Config {
 		Driver:              "sqlite",
 		DSN:                 "idalloc.db",
 		MaxBatch:            segment.DefaultMaxBatch,
+		MaxRange:            segment.DefaultMaxRange,
 		MaxConns:            frontend.DefaultMaxConns,
 		RespMaxConns:        frontend.DefaultMaxConns,
 		RespIdleTimeout:     DefaultRespIdleTimeout,

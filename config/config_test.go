@@ -44,6 +44,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"http_addr":""}`, `"http_addr"`},
 		{`{"max_batch":0}`, `"max_batch"`},
 		{`{"max_batch":"ten"}`, `"max_batch"`},
+		{`{"max_range":0}`, `"max_range"`},
+		{`{"max_range":100000001}`, `"max_range"`},
 		{`{"shutdown_drain":"soon"}`, `"shutdown_drain"`},
 		{`{"max_conns":0}`, `"max_conns"`},
 		{`{"max_conns":1000001}`, `"max_conns"`},
@@ -114,7 +116,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)

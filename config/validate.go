@@ -37,6 +37,9 @@ func (c Config) Validate() (Settings, error) {
 	if c.MaxBatch < 1 || c.MaxBatch > segment.MaxMaxBatch {
 		return s, keyErr("max_batch", `%d is outside 1..%d`, c.MaxBatch, segment.MaxMaxBatch)
 	}
+	if c.MaxRange < 1 || c.MaxRange > segment.MaxMaxRange {
+		return s, keyErr("max_range", `%d is outside 1..%d`, c.MaxRange, segment.MaxMaxRange)
+	}
 	if c.MaxConns < 1 || c.MaxConns > maxMaxConns {
 		return s, keyErr("max_conns", `%d is outside 1..%d`, c.MaxConns, maxMaxConns)
 	}

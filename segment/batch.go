@@ -13,13 +13,54 @@ import (
 // may have been given higher ones meanwhile and the instance's IDs must keep
 // increasing.
 
-// claimBatch fills a prefix of dst with claimed IDs and returns its length.
-// It fills all of dst, from the current segment lock-free or from it and the
-// prefetched segment under mu, or waits for the prefetched segment and tries
-// again. Only a batch larger than both segments together is filled in parts,
-// so only such a batch can lose IDs when a later part fails.
+// claimBatch fills a prefix of dst with claimed IDs and returns its length:
+// claimRuns, written out.
 func (b *buffer) claimBatch(ctx context.Context, dst []int64) (int, error) {
-	n := int64(len(dst))
+	c, err := b.claimRuns(ctx, int64(len(dst)))
+	return c.fill(dst), err
+}
+
+// runs is what one claim took: at most two runs of consecutive numbers,
+// the rest of the current segment and the head of the prefetched one.
+type runs struct {
+	r [2]Range
+	n int
+}
+
+// add appends the k numbers from first, if any.
+func (c *runs) add(first, k int64) {
+	if k > 0 {
+		c.r[c.n] = Range{First: first, Last: first + k - 1}
+		c.n++
+	}
+}
+
+// count is how many numbers c holds.
+func (c *runs) count() int64 {
+	var n int64
+	for _, r := range c.r[:c.n] {
+		n += r.Len()
+	}
+	return n
+}
+
+// fill writes c's numbers into dst, in order, and returns how many.
+func (c *runs) fill(dst []int64) int {
+	filled := 0
+	for _, r := range c.r[:c.n] {
+		k := int(r.Len())
+		fillIDs(dst[filled:filled+k], r.First)
+		filled += k
+	}
+	return filled
+}
+
+// claimRuns claims n numbers, or a prefix of them: all n from the current
+// segment lock-free or from it and the prefetched segment under mu, or it
+// waits for the prefetched segment and tries again. Only a batch larger
+// than both segments together is claimed in parts, so only such a batch
+// can lose numbers when a later part fails.
+func (b *buffer) claimRuns(ctx context.Context, n int64) (runs, error) {
 	for {
 		s := b.cur.Load()
 		if v := s.cursor.Load(); v <= s.end-n+1 {
@@ -29,53 +70,53 @@ func (b *buffer) claimBatch(ctx context.Context, dst []int64) (int, error) {
 			if v <= s.prefetchAt && s.prefetchAt < v+n {
 				b.prefetch()
 			}
-			fillIDs(dst, v)
-			return len(dst), nil
+			var c runs
+			c.add(v, n)
+			return c, nil
 		}
-		filled, retry, err := b.claimAcross(dst)
+		c, retry, err := b.claimAcross(n)
 		switch {
-		case err != nil || filled > 0:
-			return filled, err
+		case err != nil || c.n > 0:
+			return c, err
 		case retry:
 			continue
 		}
 		if err := b.awaitNext(ctx); err != nil {
-			return 0, err
+			return runs{}, err
 		}
 	}
 }
 
-// claimAcross claims dst from the rest of the current segment and the
-// prefetched one, which becomes current; a batch larger than both takes all
-// of both. retry: the current segment alone holds the batch now. Neither
-// filled nor retry: nothing is prefetched yet.
-func (b *buffer) claimAcross(dst []int64) (filled int, retry bool, err error) {
+// claimAcross claims n numbers from the rest of the current segment and
+// the prefetched one, which becomes current; a batch larger than both
+// takes all of both. retry: the current segment alone holds the batch now.
+// Nothing claimed and no retry: nothing is prefetched yet.
+func (b *buffer) claimAcross(n int64) (c runs, retry bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.a.closed.Load() {
-		return 0, false, ErrClosed
+		return runs{}, false, ErrClosed
 	}
 	if b.per != nil && b.per.ended {
-		return 0, false, errPeriodOver
+		return runs{}, false, errPeriodOver
 	}
-	n := int64(len(dst))
 	s := b.cur.Load()
 	for {
 		v := s.cursor.Load()
 		left := max(0, s.end-v+1)
 		if left >= n {
-			return 0, true, nil
+			return runs{}, true, nil
 		}
 		nx := b.next
 		if nx == nil {
-			return 0, false, nil
+			return runs{}, false, nil
 		}
 		if left > 0 && !s.cursor.CompareAndSwap(v, s.end+1) {
 			continue // a single claim moved the cursor: count again
 		}
 		take := min(n-left, nx.size())
-		fillIDs(dst[:left], v)
-		fillIDs(dst[left:left+take], nx.start)
+		c.add(v, left)
+		c.add(nx.start, take)
 		nx.cursor.Store(nx.start + take)
 		b.retired += s.size()
 		b.cur.Store(nx)
@@ -84,7 +125,7 @@ func (b *buffer) claimAcross(dst []int64) (filled int, retry bool, err error) {
 		if nx.start+take > nx.prefetchAt && !b.fetching {
 			b.startFetchLocked()
 		}
-		return int(left + take), false, nil
+		return c, false, nil
 	}
 }
 

@@ -31,6 +31,12 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return s.fail(w, r, err)
 	}
+	switch ranges, err := asRanges(raw); {
+	case err != nil:
+		return s.fail(w, r, err)
+	case ranges:
+		return s.allocRanges(w, r, tag)
+	}
 	n, err := countParam(raw, s.count)
 	if err != nil {
 		return s.fail(w, r, err)

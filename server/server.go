@@ -67,6 +67,11 @@ const (
 type Segments interface {
 	Next(ctx context.Context, tag string) (int64, error)
 	NextN(ctx context.Context, tag string, dst []int64) error
+	// NextRanges appends n IDs of tag as ranges to dst; NextRun claims
+	// one run of 1 to max of them. A tag whose IDs are not runs of
+	// numbers refuses both (segment.ErrNotConsecutive).
+	NextRanges(ctx context.Context, tag string, n int64, dst []segment.Range) ([]segment.Range, error)
+	NextRun(ctx context.Context, tag string, max int64) (segment.Range, error)
 	Buffered(tag string) (int64, error)
 	TotalBuffered() int64
 	Stats() []segment.TagStats
@@ -121,6 +126,9 @@ type Config struct {
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means
 	// segment.DefaultMaxBatch.
 	MaxBatch int
+	// MaxRange is the largest count of /alloc?as=ranges (max_range); 0
+	// means segment.DefaultMaxRange.
+	MaxRange int
 	// HealthInterval is how often the store is pinged for /health; 0 means 2s.
 	HealthInterval time.Duration
 	// Logger receives request errors and health transitions; nil discards.
@@ -155,6 +163,7 @@ type Server struct {
 
 	adminToken     string
 	count          segment.CountLimit // of /alloc and /snowflake
+	ranges         segment.CountLimit // of /alloc?as=ranges
 	healthInterval time.Duration
 	maxConns       int
 	// conns is Serve's connection cap, while serving, for Cut.
@@ -178,7 +187,7 @@ type Server struct {
 
 // New checks cfg and deps, pings the store once so /health is accurate from
 // the first request, and starts the health checker. Errors: a nil Segments
-// or Store, an OwnLease without Leases, a negative MaxBatch,
+// or Store, an OwnLease without Leases, a negative MaxBatch, MaxRange,
 // HealthInterval or MaxConns, or Metrics without Gatherer (or the other
 // way round).
 func New(cfg Config, deps Deps) (*Server, error) {
@@ -188,8 +197,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.OwnLease != nil && deps.Leases == nil {
 		return nil, errors.New("server: Deps.OwnLease needs Deps.Leases, for max_worker_id")
 	}
-	if cfg.MaxBatch < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 {
-		return nil, errors.New("server: MaxBatch, HealthInterval and MaxConns must not be negative")
+	if cfg.MaxBatch < 0 || cfg.MaxRange < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 {
+		return nil, errors.New("server: MaxBatch, MaxRange, HealthInterval and MaxConns must not be negative")
 	}
 	s := &Server{
 		seg:            deps.Segments,
@@ -203,6 +212,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		maxConns:       cfg.MaxConns,
 		adminToken:     cfg.AdminToken,
 		count:          segment.NewCountLimit(cfg.MaxBatch),
+		ranges:         segment.NewRangeLimit(cfg.MaxRange),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
 		clockBase:      time.Now(),
 	}
