@@ -83,6 +83,8 @@ var handlers = [numCommands]handler{
 	cmdSelect:    (*Server).selectDB,
 	cmdQuit:      (*Server).quit,
 	cmdConfig:    (*Server).config,
+	cmdKeys:      (*Server).keys,
+	cmdHgetall:   (*Server).hgetall,
 }
 
 // cmdHTTP is what lookup returns for a line of an HTTP request (POST, or a
@@ -138,6 +140,10 @@ func lookup(name []byte) command {
 		return cmdQuit
 	case "config":
 		return cmdConfig
+	case "keys":
+		return cmdKeys
+	case "hgetall":
+		return cmdHgetall
 	case "post", "host:":
 		return cmdHTTP
 	}

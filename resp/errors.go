@@ -81,7 +81,7 @@ var (
 	errWrongToken = &replyError{line: classErr + " invalid password", outcome: outNoAuth}
 	errNoToken    = ownError(classErr, "AUTH: no admin_token is configured on this instance; admin commands are served to loopback clients only")
 	errDel        = ownError(classErr, "DEL refused: tags are never deleted, since a tag deleted and created again would repeat its IDs")
-	errUnknownCmd = ownError(classErr, "unknown command: idalloc serves GET, INCR, INCRBY 1, MGET, IDS, SNOWFLAKE, HSET, INFO, DEL, AUTH, PING, ECHO, HELLO, CLIENT, COMMAND, CONFIG, SELECT, QUIT")
+	errUnknownCmd = ownError(classErr, "unknown command: idalloc serves GET, INCR, INCRBY 1, MGET, IDS, SNOWFLAKE, HSET, HGETALL, KEYS, INFO, DEL, AUTH, PING, ECHO, HELLO, CLIENT, COMMAND, CONFIG, SELECT, QUIT")
 	errSelect     = ownError(classErr, "DB index is out of range: idalloc has database 0 only")
 	errNoProto    = ownError(classNoProto, "sorry, this protocol version is not supported: idalloc speaks RESP2 (HELLO 2)")
 	errSubcommand = ownError(classErr, "unknown subcommand")

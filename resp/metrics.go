@@ -30,6 +30,8 @@ const (
 	cmdSelect
 	cmdQuit
 	cmdConfig
+	cmdKeys
+	cmdHgetall
 	numCommands
 )
 
@@ -37,7 +39,7 @@ const (
 // cannot mint series by sending made-up names.
 var commandNames = [numCommands]string{
 	"other", "get", "incr", "incrby", "mget", "ids", "snowflake", "hset", "info", "del", "auth",
-	"ping", "echo", "hello", "client", "command", "select", "quit", "config",
+	"ping", "echo", "hello", "client", "command", "select", "quit", "config", "keys", "hgetall",
 }
 
 // outcome is how a command was answered, as a metrics label.

@@ -2,7 +2,9 @@
 // client (redis-cli, go-redis, redis-py, ioredis, Jedis) takes segment IDs
 // with GET, INCR, MGET and IDS, snowflake IDs with SNOWFLAKE, creates tags
 // with HSET and reads a tag's figures with INFO, on the same allocator,
-// snowflake source, formats, admin rules and guarantees as the HTTP API.
+// snowflake source, formats, admin rules and guarantees as the HTTP API;
+// number-dispenser's users list tags with KEYS and read a tag's settings
+// with HGETALL (keys.go).
 //
 // Like package server it is an adapter: it parses its wire format, calls
 // the domain packages, which own the rules and the words, and maps their
@@ -100,8 +102,9 @@ type Deps struct {
 
 // Config tunes a Server. Zero values mean the documented defaults.
 type Config struct {
-	// AdminToken guards HSET: a connection gets admin rights by AUTH with
-	// it. Empty means HSET is served to loopback connections only.
+	// AdminToken guards HSET and KEYS: a connection gets admin rights by
+	// AUTH with it. Empty means they are served to loopback connections
+	// only.
 	AdminToken string
 	// MaxBatch is the largest count of IDS and SNOWFLAKE; 0 means
 	// segment.DefaultMaxBatch.
@@ -205,7 +208,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.adminBytes = []byte(s.admin)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.admin == "" {
-		s.log.Warn("no admin_token configured: HSET over RESP is served to loopback connections only")
+		s.log.Warn("no admin_token configured: HSET and KEYS over RESP are served to loopback connections only")
 	}
 	return s, nil
 }

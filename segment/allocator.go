@@ -302,7 +302,6 @@ func (a *Allocator) reloadLocked(ctx context.Context) error {
 	}
 	slices.SortFunc(rows, func(x, y Tag) int { return strings.Compare(x.AppTag, y.AppTag) })
 	a.tagsMu.Lock()
-	defer a.tagsMu.Unlock()
 	a.addTagsLocked(rows)
 	// The list Tags shows: keys dropped (a copy, so the store's rows stay
 	// as they were), formats spelled out.
@@ -313,7 +312,13 @@ func (a *Allocator) reloadLocked(ctx context.Context) error {
 			shown[i].Format = FormatSequential
 		}
 	}
+	old := *a.rows.Load()
 	a.rows.Store(&shown)
+	m := *a.tags.Load()
+	a.tagsMu.Unlock()
+	// Outside tagsMu, which no buffer lock is ever taken under; reloadMu
+	// still orders it against UpdateTag's.
+	followSteps(m, old, shown)
 	return nil
 }
 

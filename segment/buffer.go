@@ -96,6 +96,9 @@ type buffer struct {
 	// highWater is the end of the highest range fetched so far: a range
 	// that does not start above it overlaps one this instance had.
 	highWater int64
+	// rowStepSet counts setRowStep's calls: a fetch that began before
+	// one keeps the step set rather than the one it read (update.go).
+	rowStepSet uint64
 	// poke cuts the fetch loop's backoff short when requests find nothing
 	// buffered (see demandRetry).
 	poke chan struct{}

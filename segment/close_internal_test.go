@@ -31,6 +31,10 @@ func (s *stubStore) Tags(context.Context) ([]Tag, error)                        
 func (s *stubStore) CreateTag(context.Context, Tag) error                         { return nil }
 func (s *stubStore) Ping(context.Context) error                                   { return nil }
 
+func (s *stubStore) UpdateTag(context.Context, string, TagChange) (Tag, error) {
+	return Tag{}, errors.New("not kept")
+}
+
 func TestNoFetchStartsAfterClose(t *testing.T) {
 	st := &stubStore{}
 	a, err := New(context.Background(), st, Config{})

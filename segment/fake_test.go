@@ -22,6 +22,7 @@ type fakeStore struct {
 	fetches   atomic.Int64 // fetches started
 	returned  atomic.Int64 // fetches that returned
 	lists     atomic.Int64
+	updates   atomic.Int64  // UpdateTag calls
 	delay     time.Duration // added to each Fetch
 }
 
@@ -109,6 +110,26 @@ func (f *fakeStore) CreateTag(_ context.Context, t segment.Tag) error {
 	t.MaxID = t.Start - 1
 	f.rows[t.AppTag] = &t
 	return nil
+}
+
+func (f *fakeStore) UpdateTag(_ context.Context, tag string, c segment.TagChange) (segment.Tag, error) {
+	f.updates.Add(1)
+	if f.failing.Load() {
+		return segment.Tag{}, errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rows[tag]
+	if r == nil {
+		return segment.Tag{}, segment.ErrUnknownTag
+	}
+	if c.Step != nil {
+		r.Step = *c.Step
+	}
+	if c.Description != nil {
+		r.Description = *c.Description
+	}
+	return *r, nil
 }
 
 func (f *fakeStore) Ping(context.Context) error {

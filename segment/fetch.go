@@ -36,6 +36,7 @@ func (b *buffer) fetchLoop() {
 			return
 		}
 		step := b.nextStepLocked()
+		rowStepSet := b.rowStepSet
 		b.mu.Unlock()
 
 		// Not derived from the allocator's lifetime: a fetch under way when
@@ -104,7 +105,10 @@ func (b *buffer) fetchLoop() {
 				b.next = newSpan(first, min(f.MaxID, b.limit), f.MaxID)
 			}
 			b.highWater = f.MaxID
-			b.step, b.rowStep, b.lastFetch, b.fetchTook = f.Size, f.Step, ended, ended.Sub(began)
+			b.step, b.lastFetch, b.fetchTook = f.Size, ended, ended.Sub(began)
+			if b.rowStepSet == rowStepSet { // else a newer step was set meanwhile (setRowStep)
+				b.rowStep = f.Step
+			}
 			b.failing, b.lastErr = false, nil
 		} else {
 			b.failing, b.lastErr = true, err

@@ -35,6 +35,16 @@ type Store interface {
 	// tag.
 	CreateTag(ctx context.Context, t Tag) error
 
+	// UpdateTag sets the step or the description of tag's row, or both,
+	// as c gives them (nil leaves one as it is), in one statement that
+	// touches nothing else of the row but update_time: never max_id, so
+	// a range being fetched meanwhile stays as reserved. It returns the
+	// row as Tags lists it, read after the change. Errors: CheckRow's for
+	// a step below 1 or a description longer than the column;
+	// ErrNoChange; ErrUnknownTag when there is no row; anything else is
+	// a store fault.
+	UpdateTag(ctx context.Context, tag string, c TagChange) (Tag, error)
+
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 }

@@ -162,7 +162,8 @@ func isText(s string) bool {
 // Tags returns the store's rows as of the last tag-list reload (every
 // Config.TagRefresh, and on a miss), sorted by AppTag, plus the tags created
 // through this allocator since, with MaxID Start-1 and this instance's time
-// of creation. Start is the tag's first ID as stored, whichever instance
+// of creation, and those changed through it since (UpdateTag), as the store
+// answered the change. Start is the tag's first ID as stored, whichever instance
 // created it; 0 when the store does not know it. It never queries the
 // store, so listing tags costs the store nothing however often it is
 // asked. Format is never empty (a row from before formats is sequential),

@@ -17,11 +17,12 @@ import (
 )
 
 // adminCalls are every admin route with a body it would accept.
-var adminCalls = []struct{ target, body string }{
-	{"/tags", `{"app_tag":"new","step":10}`},
-	{"/workerid", `{"cluster":"c"}`},
-	{"/workerid/renew", `{"worker_id":7,"token":"` + goodToken + `"}`},
-	{"/workerid/release", `{"worker_id":7,"token":"` + goodToken + `"}`},
+var adminCalls = []struct{ method, target, body string }{
+	{"POST", "/tags", `{"app_tag":"new","step":10}`},
+	{"PATCH", "/tags/order", `{"step":20}`},
+	{"POST", "/workerid", `{"cluster":"c"}`},
+	{"POST", "/workerid/renew", `{"worker_id":7,"token":"` + goodToken + `"}`},
+	{"POST", "/workerid/release", `{"worker_id":7,"token":"` + goodToken + `"}`},
 }
 
 // TestAdminBrowserHeaders: an admin call that a browser marks as coming
@@ -80,7 +81,7 @@ func TestAdminBrowserHeaders(t *testing.T) {
 						host = "localhost:8880"
 					}
 					headers := append([]string{"X-Remote-Addr", m.peer, "Host", host}, m.auth...)
-					got := rg.do(t, "POST", call.target, call.body, append(headers, tt.headers...)...)
+					got := rg.do(t, call.method, call.target, call.body, append(headers, tt.headers...)...)
 					touched := len(rg.seg.list()) + len(rg.leases.list())
 					msg, _ := got.body["msg"].(string)
 					switch {
@@ -142,13 +143,13 @@ func TestAdminLoopbackHost(t *testing.T) {
 		t.Run("host "+tt.host, func(t *testing.T) {
 			rg := newRig(t, func(c *Config, _ *Deps) { c.AdminToken = "" })
 			for _, call := range adminCalls {
-				got := rg.do(t, "POST", call.target, call.body, "X-Remote-Addr", "127.0.0.1:5000", "Host", tt.host)
+				got := rg.do(t, call.method, call.target, call.body, "X-Remote-Addr", "127.0.0.1:5000", "Host", tt.host)
 				msg, _ := got.body["msg"].(string)
 				if tt.served && got.status >= 300 {
-					t.Errorf("POST %s: got %d %s, want it served", call.target, got.status, got.raw)
+					t.Errorf("%s %s: got %d %s, want it served", call.method, call.target, got.status, got.raw)
 				}
 				if !tt.served && (got.status != http.StatusUnauthorized || got.code() != 7.0 || !strings.Contains(msg, "Host")) {
-					t.Errorf("POST %s: got %d %s, want 401 resp_code 7 naming Host", call.target, got.status, got.raw)
+					t.Errorf("%s %s: got %d %s, want 401 resp_code 7 naming Host", call.method, call.target, got.status, got.raw)
 				}
 			}
 			if n := len(rg.seg.list()) + len(rg.leases.list()); !tt.served && n != 0 {
@@ -159,9 +160,9 @@ func TestAdminLoopbackHost(t *testing.T) {
 	t.Run("with a token any Host", func(t *testing.T) {
 		rg := newRig(t, nil)
 		for _, call := range adminCalls {
-			got := rg.do(t, "POST", call.target, call.body, append([]string{"Host", "idalloc.internal:8880"}, adminAuth...)...)
+			got := rg.do(t, call.method, call.target, call.body, append([]string{"Host", "idalloc.internal:8880"}, adminAuth...)...)
 			if got.status >= 300 {
-				t.Errorf("POST %s: got %d %s, want it served", call.target, got.status, got.raw)
+				t.Errorf("%s %s: got %d %s, want it served", call.method, call.target, got.status, got.raw)
 			}
 		}
 	})

@@ -118,6 +118,14 @@ func TestBadInputChangesNothingOnEachDriver(t *testing.T) {
 		{"POST", "/tags", `{"app_tag":"bad tag","step":10}`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"t1","step":10,"extra":1}`, loopback, bearer, 1},
 		{"POST", "/tags", `{"app_tag":"test_business","step":10}`, loopback, bearer, 10},
+		{"PATCH", "/tags/test_business", `{"step":10}`, remote, "", 7},
+		{"PATCH", "/tags/nope", `{"step":10}`, loopback, bearer, 2},
+		{"PATCH", "/tags/bad%20tag", `{"step":10}`, loopback, bearer, 1},
+		{"PATCH", "/tags/test_business", `{}`, loopback, bearer, 1},
+		{"PATCH", "/tags/test_business", `{"step":0}`, loopback, bearer, 1},
+		{"PATCH", "/tags/test_business", `{"step":10,"format":"scrambled"}`, loopback, bearer, 1},
+		{"PATCH", "/tags/test_business", `{"max_id":0}`, loopback, bearer, 1},
+		{"GET", "/tags/test_business", "", loopback, bearer, 9},
 		{"POST", "/workerid", `{"cluster":"c"}`, remote, "", 7},
 		{"POST", "/workerid", `not json`, loopback, bearer, 1},
 		{"POST", "/workerid", `{"cluster":"a b"}`, loopback, bearer, 1},
@@ -143,8 +151,8 @@ func TestBadInputChangesNothingOnEachDriver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tags) != 1 || tags[0].AppTag != "test_business" || tags[0].MaxID != 0 {
-				t.Fatalf("after bad input the segments table holds %+v, want only test_business at max_id 0", tags)
+			if len(tags) != 1 || tags[0].AppTag != "test_business" || tags[0].MaxID != 0 || tags[0].Step != 100000 {
+				t.Fatalf("after bad input the segments table holds %+v, want only test_business at max_id 0, step 100000", tags)
 			}
 			leases, err := st.(interface {
 				LeaseTimestamps(context.Context) ([]store.LeaseTimestamp, error)
@@ -172,6 +180,7 @@ func FuzzRequests(f *testing.F) {
 		{"POST", "/workerid/release", `{"worker_id":0,"token":"` + goodTok + `"}`},
 		{"GET", "/snowflake/123456789", ""},
 		{"PUT", "/tags", "{}"},
+		{"PATCH", "/tags/test_business", `{"step":5,"description":"fz"}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.target, s.body)

@@ -178,6 +178,30 @@ func (f *fakeSegments) CreateTag(ctx context.Context, nt segment.NewTag) (segmen
 	return t, nil
 }
 
+func (f *fakeSegments) UpdateTag(ctx context.Context, tag string, c segment.TagChange) (segment.Tag, error) {
+	f.record("UpdateTag " + tag)
+	if f.err != nil {
+		return segment.Tag{}, f.err
+	}
+	if err := f.known(tag); err != nil {
+		return segment.Tag{}, err
+	}
+	if err := segment.CheckTagChange(c, segment.DefaultMaxStep); err != nil {
+		return segment.Tag{}, err
+	}
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	t := f.tags[tag]
+	if c.Step != nil {
+		t.Step = *c.Step
+	}
+	if c.Description != nil {
+		t.Description = *c.Description
+	}
+	f.tags[tag] = t
+	return t, nil
+}
+
 // fakePinger answers Ping with whatever error was last set.
 type fakePinger struct{ err atomic.Pointer[error] }
 

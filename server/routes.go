@@ -28,6 +28,7 @@ func (s *Server) routes() http.Handler {
 		{http.MethodHead, "/health", s.handleHealth}, // load balancers probe with HEAD too
 		{http.MethodGet, "/tags", s.adminIfToken(s.handleListTags)},
 		{http.MethodPost, "/tags", s.admin(s.handleCreateTag)},
+		{http.MethodPatch, "/tags/{app_tag}", s.admin(s.handleUpdateTag)},
 		// Its app_tag labels list every tag, as GET /tags does.
 		{http.MethodGet, "/metrics", s.adminIfToken(s.handleMetrics())},
 		{http.MethodGet, "/snowflake", s.handleSnowflake},
@@ -85,7 +86,7 @@ func hotPaths(router http.Handler, alloc, snowflake http.HandlerFunc) http.Handl
 // allowed lists the methods mux serves on path, for a 405's Allow header.
 func allowed(mux *chi.Mux, path string) string {
 	var ms []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch} {
 		if mux.Match(chi.NewRouteContext(), m, path) {
 			ms = append(ms, m)
 		}

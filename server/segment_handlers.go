@@ -112,26 +112,7 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 	}
 	out := make([]tagJSON, 0, len(tags))
 	for _, t := range tags {
-		st := stats[t.AppTag]
-		var start *int64
-		if t.Start != 0 {
-			start = &t.Start
-		}
-		out = append(out, tagJSON{
-			AppTag:       t.AppTag,
-			Format:       string(cmp.Or(t.Format, segment.FormatSequential)),
-			Length:       t.Length,
-			Start:        start,
-			MaxID:        t.MaxID,
-			Step:         t.Step,
-			CurrentStep:  st.Step,
-			Left:         st.Buffered,
-			UpdateTime:   formatTime(t.UpdateTime),
-			Description:  t.Description,
-			GivenBack:    st.GivenBack,
-			Wasted:       st.Wasted,
-			datedListing: s.datedListingOf(t, st.Period),
-		})
+		out = append(out, s.tagListing(t, stats[t.AppTag]))
 	}
 	// Sorted already by the allocator; sorting again keeps the answer's
 	// order this handler's promise whatever Segments it is given.
@@ -140,6 +121,30 @@ func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
 		envelope
 		Tags []tagJSON `json:"tags"`
 	}{success, out})
+}
+
+// tagListing is row t with this instance's figures st, as GET /tags
+// shows it.
+func (s *Server) tagListing(t segment.Tag, st segment.TagStats) tagJSON {
+	var start *int64
+	if t.Start != 0 {
+		start = &t.Start
+	}
+	return tagJSON{
+		AppTag:       t.AppTag,
+		Format:       string(cmp.Or(t.Format, segment.FormatSequential)),
+		Length:       t.Length,
+		Start:        start,
+		MaxID:        t.MaxID,
+		Step:         t.Step,
+		CurrentStep:  st.Step,
+		Left:         st.Buffered,
+		UpdateTime:   formatTime(t.UpdateTime),
+		Description:  t.Description,
+		GivenBack:    st.GivenBack,
+		Wasted:       st.Wasted,
+		datedListing: s.datedListingOf(t, st.Period),
+	}
 }
 
 // handleCreateTag serves POST /tags (admin).

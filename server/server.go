@@ -82,6 +82,10 @@ type Segments interface {
 	// store; the slice is shared and must not be modified.
 	Tags() []segment.Tag
 	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
+	// UpdateTag changes a tag's step or description (PATCH /tags): what
+	// never changes its numbers. It refuses a change as CreateTag refuses
+	// those fields, and answers the row as Tags lists it.
+	UpdateTag(ctx context.Context, tag string, c segment.TagChange) (segment.Tag, error)
 
 	// A dated tag's IDs (API.md §11): without prefix and separator they
 	// are numbers, which Next and NextN serve; with one they are text,
@@ -116,8 +120,8 @@ type Deps struct {
 
 // Config tunes a Server. Zero values mean the documented defaults.
 type Config struct {
-	// AdminToken guards POST /tags, POST /workerid*, GET /tags, /status
-	// and /metrics: they need "Authorization: Bearer <AdminToken>". Empty
+	// AdminToken guards POST /tags, PATCH /tags/{app_tag}, POST
+	// /workerid*, GET /tags, /status and /metrics: they need "Authorization: Bearer <AdminToken>". Empty
 	// means the POSTs are served to loopback clients that name a loopback
 	// Host, and the GETs to anyone. Either way an admin call a browser
 	// marks as coming from another origin (Origin, Sec-Fetch-Site) is

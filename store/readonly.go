@@ -39,12 +39,27 @@ type ReadOnly struct {
 // immutable instead. Errors: the file is missing, is not a database, has
 // no segments table, or has a non-empty -wal file SQLite cannot read here.
 func OpenSQLiteReadOnly(ctx context.Context, path string) (*ReadOnly, error) {
+	r, err := openSQLiteFile(ctx, path)
+	if err == nil {
+		if err = r.require("segments", ""); err != nil {
+			_ = r.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s read-only: %w", path, err)
+	}
+	return r, nil
+}
+
+// openSQLiteFile opens the SQLite file at path read-only, as
+// OpenSQLiteReadOnly describes, whatever tables it has.
+func openSQLiteFile(ctx context.Context, path string) (*ReadOnly, error) {
 	if path == "" {
-		return nil, errors.New("open sqlite read-only: empty path")
+		return nil, errors.New("empty path")
 	}
 	// mode=ro would fail on a missing file too, with a vaguer message.
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("open sqlite %s read-only: %w", path, err)
+		return nil, err
 	}
 	r, err := openSQLiteReadOnly(ctx, path, false)
 	if err != nil && sqliteCannotRead(err) {
@@ -60,14 +75,7 @@ func OpenSQLiteReadOnly(ctx context.Context, path string) (*ReadOnly, error) {
 				"idalloc instance on the file once and stop it gracefully", err, path, path)
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s read-only: %w", path, err)
-	}
-	if err := r.require("segments", ""); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("open sqlite %s read-only: %w", path, err)
-	}
-	return r, nil
+	return r, err
 }
 
 // openSQLiteReadOnly opens path with mode=ro, or immutable=1, and lists its
@@ -160,6 +168,12 @@ func openMySQLReadOnly(ctx context.Context, dsn, tagsQuery string) (r *ReadOnly,
 // schema is applied. Tables are read from the first schema of the
 // search_path. Errors: as OpenPostgres's, or no segments table.
 func OpenPostgresReadOnly(ctx context.Context, dsn string) (*ReadOnly, error) {
+	return openPostgresReadOnly(ctx, dsn, "segments")
+}
+
+// openPostgresReadOnly opens dsn read-only, as OpenPostgresReadOnly
+// describes, requiring table.
+func openPostgresReadOnly(ctx context.Context, dsn, table string) (*ReadOnly, error) {
 	cfg, err := postgresConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -168,7 +182,7 @@ func OpenPostgresReadOnly(ctx context.Context, dsn string) (*ReadOnly, error) {
 	r := &ReadOnly{d: db{x: x, dialect: postgresDialect}}
 	err = r.listTables(ctx, `SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema()`)
 	if err == nil {
-		err = r.require("segments", "")
+		err = r.require(table, "")
 	}
 	if err != nil {
 		_ = x.Close()

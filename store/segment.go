@@ -98,8 +98,13 @@ type tagRow struct {
 }
 
 // tagsQuery lists the segments table, with the added columns it has.
-// COALESCE: a seed-style table may allow NULL descriptions.
 func tagsQuery(cols segmentColumns) string {
+	return selectTagColumns(cols) + ` FROM segments ORDER BY app_tag`
+}
+
+// selectTagColumns selects the columns of tagRow that cols has.
+// COALESCE: a seed-style table may allow NULL descriptions.
+func selectTagColumns(cols segmentColumns) string {
 	q := `SELECT app_tag, max_id, step, COALESCE(description, '') AS description, update_time`
 	if cols.formats {
 		q += `, format, length, format_key`
@@ -110,7 +115,7 @@ func tagsQuery(cols segmentColumns) string {
 	if cols.formatSpec {
 		q += `, format_spec`
 	}
-	return q + ` FROM segments ORDER BY app_tag`
+	return q
 }
 
 // Tags lists every row, ordered by app_tag (byte order on every driver),
@@ -126,10 +131,10 @@ func (d *db) Tags(ctx context.Context) ([]segment.Tag, error) {
 	return d.selectTags(ctx, tagsQuery(columnsOf(missing)))
 }
 
-// selectTags runs query, which selects the columns of tagRow.
-func (d *db) selectTags(ctx context.Context, query string) ([]segment.Tag, error) {
+// selectTags runs query with args, which selects the columns of tagRow.
+func (d *db) selectTags(ctx context.Context, query string, args ...any) ([]segment.Tag, error) {
 	var rows []tagRow
-	err := d.x.SelectContext(ctx, &rows, d.q(query))
+	err := d.x.SelectContext(ctx, &rows, d.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tags: %w", err)
 	}

@@ -19,7 +19,8 @@ import (
 var ErrStopped = errors.New("store stopped by the test")
 
 // Stoppable passes every call on to Store, except that while Down is set
-// Fetch, GiveBack, Tags, CreateTag and Ping fail with ErrStopped.
+// Fetch, GiveBack, Tags, CreateTag, UpdateTag and Ping fail with
+// ErrStopped.
 type Stoppable struct {
 	storetest.Store
 	Down atomic.Bool
@@ -55,6 +56,14 @@ func (s *Stoppable) CreateTag(ctx context.Context, t segment.Tag) error {
 		return ErrStopped
 	}
 	return s.Store.CreateTag(ctx, t)
+}
+
+// UpdateTag fails while down, else calls Store.UpdateTag.
+func (s *Stoppable) UpdateTag(ctx context.Context, tag string, c segment.TagChange) (segment.Tag, error) {
+	if s.Down.Load() {
+		return segment.Tag{}, ErrStopped
+	}
+	return s.Store.UpdateTag(ctx, tag, c)
 }
 
 // Ping fails while down, else calls Store.Ping.

@@ -26,8 +26,9 @@ import (
 )
 
 // migrateUsage heads the flag list of `idalloc migrate -h`.
-const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres|leaf] [-from-dsn DSN]
-                       [-to-driver mysql|postgres|sqlite] -to-dsn DSN [-init-schema] [-force]
+const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres|leaf|tinyid] [-from-dsn DSN]
+                       [-from-engine mysql|postgres|sqlite] [-to-driver mysql|postgres|sqlite]
+                       -to-dsn DSN [-init-schema] [-force]
 
 Carries every tag from one store to another so that no ID repeats after the
 move: on the target, a tag's max_id is raised to at least the source's (never
@@ -53,6 +54,16 @@ user may only read will do:
             biz_tag becomes a tag with Leaf's max_id, step and description;
             Leaf hands out IDs below max_id, so idalloc continues above
             every ID Leaf issued. Stop Leaf's servers first.
+  tinyid    a Didi Tinyid database: its tiny_id_info table, on MySQL as
+            Tinyid ships (-from-engine postgres or sqlite for a copy of its
+            tables there). Each biz_type becomes a tag with Tinyid's max_id
+            and step; Tinyid's IDs are at most max_id, so idalloc's first is
+            max_id + 1, the one Tinyid would have issued next. A row whose
+            delta is not 1 or whose remainder is not 0 (a sequence split
+            between databases) cannot be honoured: each is listed and
+            nothing is migrated. tiny_id_token's tokens are read and listed
+            by name and tags, never their secret. Stop Tinyid's servers
+            first.
 
 A tag idalloc cannot take (a name outside ^[A-Za-z0-9_.:-]{1,64}$, a step
 below 1, a max_id out of range) is not migrated: each is listed with the
@@ -97,8 +108,9 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), migrateUsage)
 		fs.PrintDefaults()
 	}
-	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, postgres, or leaf (a Leaf leaf_alloc table on MySQL)")
+	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, postgres, leaf (a Leaf leaf_alloc table on MySQL) or tinyid (a Tinyid tiny_id_info table)")
 	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf, postgres://user:pass@host:5432/db for postgres (required but for sqlite)")
+	fromEngine := fs.String("from-engine", "mysql", "the database a tinyid source is on: mysql, postgres or sqlite (its -from-dsn as that driver takes it)")
 	toDriver := fs.String("to-driver", "mysql", "target driver: mysql, postgres or sqlite")
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
 	initSchema := fs.Bool("init-schema", false, "prepare a MySQL or PostgreSQL target first: create missing tables, add the number-format columns, turn MySQL TIMESTAMP columns into DATETIME(3)")
@@ -117,6 +129,11 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	if !fromDSNSet && *fromDriver != "sqlite" {
 		return fmt.Errorf("-from-dsn is required with -from-driver %s", *fromDriver)
 	}
+	fromEngineSet := false
+	fs.Visit(func(f *flag.Flag) { fromEngineSet = fromEngineSet || f.Name == "from-engine" })
+	if fromEngineSet && *fromDriver != "tinyid" {
+		return fmt.Errorf("-from-engine is for -from-driver tinyid; -from-driver %s names its engine itself", *fromDriver)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	report := func(line string) { fmt.Fprintln(stdout, line) }
@@ -130,11 +147,18 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		}
 		inUse = append(inUse, why...)
 	}
-	from, err := openSource(ctx, *fromDriver, *fromDSN)
+	from, err := openSource(ctx, *fromDriver, *fromEngine, *fromDSN)
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)
 	}
 	defer from.Close()
+	tinyid, isTinyid := from.(tinyidSource)
+	if isTinyid {
+		// Before the target is opened, which -init-schema would change.
+		if err := checkTinyid(ctx, tinyid, report); err != nil {
+			return err
+		}
+	}
 	why, err := leasesInUse(ctx, from)
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
@@ -167,6 +191,11 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	if err := migrateLeases(ctx, from, to, report); err != nil {
 		return err
 	}
+	if isTinyid {
+		if err := migrateTinyidTokens(ctx, tinyid, report); err != nil {
+			return err
+		}
+	}
 	return errors.Join(tagsErr, periodsErr)
 }
 
@@ -185,7 +214,8 @@ type tagSource interface {
 }
 
 // openSource opens the source read-only: migrate never writes to it.
-func openSource(ctx context.Context, driver, dsn string) (source, error) {
+// engine is the database a tinyid source is on.
+func openSource(ctx context.Context, driver, engine, dsn string) (source, error) {
 	switch driver {
 	case "sqlite":
 		return store.OpenSQLiteReadOnly(ctx, dsn)
@@ -195,6 +225,8 @@ func openSource(ctx context.Context, driver, dsn string) (source, error) {
 		return store.OpenPostgresReadOnly(ctx, dsn)
 	case "leaf":
 		return store.OpenLeaf(ctx, dsn)
+	case "tinyid":
+		return store.OpenTinyid(ctx, engine, dsn)
 	}
-	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql, postgres or leaf)", driver)
+	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql, postgres, leaf or tinyid)", driver)
 }

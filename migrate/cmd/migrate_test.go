@@ -240,8 +240,8 @@ func TestMigrateUsage(t *testing.T) {
 	if stderr.Len() > 0 {
 		t.Errorf("migrate -h printed %q to stderr, want the usage on stdout only", stderr.String())
 	}
-	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "sqlite|mysql|postgres|leaf", "mysql|postgres|sqlite",
-		"default_transaction_read_only", "schema_postgres.sql", "leaf_alloc", "read-only", "-force"} {
+	for _, want := range []string{"-init-schema", "DATETIME(3)", "-from-driver", "sqlite|mysql|postgres|leaf|tinyid", "mysql|postgres|sqlite",
+		"default_transaction_read_only", "schema_postgres.sql", "leaf_alloc", "tiny_id_info", "-from-engine", "read-only", "-force"} {
 		if !strings.Contains(usage.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, usage.String())
 		}
@@ -284,6 +284,11 @@ func TestMigrateFlagErrors(t *testing.T) {
 		{[]string{"-from-driver", "mysql", "-to-dsn", "t.db", "-to-driver", "sqlite"}, "-from-dsn is required with -from-driver mysql"},
 		{[]string{"-from-driver", "pg", "-from-dsn", "x", "-to-dsn", "t.db", "-to-driver", "sqlite"}, `unknown driver "pg"`},
 		{[]string{"-to-dsn", "t.db", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-from-driver", "tinyid", "-to-dsn", "t.db", "-to-driver", "sqlite"}, "-from-dsn is required with -from-driver tinyid"},
+		{[]string{"-from-driver", "leaf", "-from-engine", "postgres", "-from-dsn", "x", "-to-dsn", "t.db", "-to-driver", "sqlite"},
+			"-from-engine is for -from-driver tinyid"},
+		{[]string{"-from-driver", "tinyid", "-from-engine", "oracle", "-from-dsn", "x", "-to-dsn", "t.db", "-to-driver", "sqlite"},
+			`unknown engine "oracle"`},
 		{[]string{"-from-dsn", filepath.Join(t.TempDir(), "missing.db"), "-to-dsn", "t.db", "-to-driver", "sqlite"}, "no such file"},
 	} {
 		err := runMigrate(tc.args, io.Discard, io.Discard)

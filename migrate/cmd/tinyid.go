@@ -1,0 +1,119 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/idalloc/idalloc/store"
+)
+
+// tinyidSource is a Tinyid database (store.Tinyid): besides its rows as
+// tags, each biz_type's delta and remainder, and its tokens.
+type tinyidSource interface {
+	Segments(ctx context.Context) ([]store.TinyidSegment, error)
+	Tokens(ctx context.Context) ([]store.TinyidToken, error)
+}
+
+// tinyidRefusedError is a Tinyid database with rows idalloc cannot honour:
+// each is listed in the report, and nothing was migrated.
+type tinyidRefusedError struct{ refused, total int }
+
+func (e tinyidRefusedError) Error() string {
+	return fmt.Sprintf("%d of %d Tinyid rows cannot be honoured (listed above, each with the reason); nothing was migrated", e.refused, e.total)
+}
+
+// checkTinyid refuses the whole migration when a row of tiny_id_info
+// splits its sequence (a delta other than 1, or a remainder other than
+// 0): Tinyid then issues only the IDs ≡ remainder (mod delta) from that
+// database, and another database issues the others, above this one's
+// max_id as often as below it. idalloc serves every number of a tag's
+// sequence, so carrying one such database over would repeat the IDs the
+// others issued; until regions (API.md §13) serve a residue, there is
+// nothing right to carry. Every such row is listed, then it returns a
+// tinyidRefusedError, before the target is opened: nothing changes.
+func checkTinyid(ctx context.Context, src tinyidSource, report func(string)) error {
+	rows, err := src.Segments(ctx)
+	if err != nil {
+		return fmt.Errorf("read source: %w", err)
+	}
+	refused := 0
+	for _, r := range rows {
+		var why []string
+		if r.Delta != 1 {
+			why = append(why, "delta "+strconv.FormatInt(r.Delta, 10)+" (idalloc issues every ID of a tag, not one in "+
+				strconv.FormatInt(r.Delta, 10)+")")
+		}
+		if r.Remainder != 0 {
+			why = append(why, "remainder "+strconv.FormatInt(r.Remainder, 10)+" (idalloc issues IDs of every remainder)")
+		}
+		if len(why) == 0 {
+			continue
+		}
+		refused++
+		// %q: the name is the source's, not checked.
+		report(fmt.Sprintf("%q: CANNOT BE HONOURED: %s; idalloc has no regions yet to split a sequence between databases",
+			r.BizType, strings.Join(why, ", ")))
+	}
+	if refused > 0 {
+		return tinyidRefusedError{refused: refused, total: len(rows)}
+	}
+	return nil
+}
+
+// tinyidGrant is one Tinyid token as idalloc's per-tag tokens take it
+// (POST /tokens' name, token and app_tags): a name, the secret Tinyid's
+// clients send, to be kept as the chosen token, and the tags it may ask
+// for. Tinyid has a row per (token, biz_type); a grant gathers them.
+type tinyidGrant struct {
+	name   string
+	secret string
+	tags   []string
+}
+
+// tinyidGrants gathers tiny_id_token's rows by secret, each grant named
+// after the lowest id among its rows ("tinyid-7"), its tags sorted.
+func tinyidGrants(rows []store.TinyidToken) []tinyidGrant {
+	var grants []tinyidGrant
+	bySecret := map[string]int{}
+	for _, r := range rows { // by id
+		i, ok := bySecret[r.Token]
+		if !ok {
+			i = len(grants)
+			bySecret[r.Token] = i
+			grants = append(grants, tinyidGrant{name: "tinyid-" + strconv.FormatInt(r.ID, 10), secret: r.Token})
+		}
+		if !slices.Contains(grants[i].tags, r.BizType) {
+			grants[i].tags = append(grants[i].tags, r.BizType)
+		}
+	}
+	for i := range grants {
+		slices.Sort(grants[i].tags)
+	}
+	return grants
+}
+
+// migrateTinyidTokens reads tiny_id_token and hands its grants to
+// importTinyidTokens. The tags' migration stands without it: a token only
+// decides who may ask for IDs, never which IDs there are.
+func migrateTinyidTokens(ctx context.Context, src tinyidSource, report func(string)) error {
+	rows, err := src.Tokens(ctx)
+	if err != nil {
+		return fmt.Errorf("read source: %w", err)
+	}
+	return importTinyidTokens(ctx, tinyidGrants(rows), report)
+}
+
+// importTinyidTokens is where Tinyid's tokens become idalloc's per-tag
+// tokens (API.md §12: each grant's name, its secret as the chosen token,
+// its tags). This build keeps no per-tag tokens, so it reports each grant,
+// by name and tags and never its secret, as not imported.
+func importTinyidTokens(_ context.Context, grants []tinyidGrant, report func(string)) error {
+	for _, g := range grants {
+		// %q: the tags are the source's biz_types, not checked.
+		report(fmt.Sprintf("token %s for %q: not imported: this build of idalloc keeps no per-tag tokens", g.name, g.tags))
+	}
+	return nil
+}
