@@ -32,40 +32,58 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 	}
 }
 
-// preload fetches n IDs of tag, two batches at a time, and installs them as
-// the tag's current batch, with no refill point: the benchmark's loop
-// takes exactly n.
+// preload fetches n IDs of tag and installs them in the tag's buffer
+// with no refill point, so that the benchmark's loop takes exactly n. An
+// instance with ranges gives them in fetches of up to MaxRange, queued
+// as spans as a fast caller's are; one without, in lists of up to
+// MaxBatch, two fetches at a time, installed as one batch.
 func preload(ctx context.Context, c *Client, tag string, n int) error {
 	b, err := c.newTag(tag)
 	if err != nil {
 		return err
 	}
-	all := make([]int64, 0, n)
-	for len(all) < n {
-		var parts [2][]int64
+	var spans []*batch
+	var all []int64
+	lists := false
+	for got := 0; got < n; {
+		var parts [2]fetched
 		var errs [2]error
 		var wg sync.WaitGroup
 		for i := range parts {
-			want := min(n-len(all)-i*MaxMaxBatch, MaxMaxBatch)
-			if want <= 0 {
+			want := min(n-got, c.rangeCap())
+			if lists {
+				want = min(n-got-i*c.batchCap(), c.batchCap())
+			}
+			if want <= 0 || (i > 0 && !lists) {
 				continue
 			}
-			wg.Go(func() {
-				var f fetched
-				f, errs[i] = c.fetchSegment(ctx, tag, want)
-				parts[i] = f.ids
-			})
+			wg.Go(func() { parts[i], errs[i] = c.fetchSegment(ctx, tag, want, lists) })
 		}
 		wg.Wait()
-		for i := range parts {
+		for i, p := range parts {
 			if errs[i] != nil {
 				return errs[i]
 			}
-			all = append(all, parts[i]...)
+			for _, bt := range spanBatches(p.spans, p.inst) {
+				bt.refillAt = -1
+				spans = append(spans, bt)
+				got += int(bt.n)
+			}
+			all = append(all, p.ids...)
+			got += len(p.ids)
+			lists = lists || p.lists
 		}
 	}
-	bt := newBatch(all, 0)
-	bt.refillAt = -1
-	b.cur.Store(bt)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if all != nil {
+		bt := listBatch(all, nil, 0)
+		bt.refillAt = -1
+		b.enqueueLocked(bt)
+	}
+	for _, bt := range spans {
+		b.enqueueLocked(bt)
+	}
+	b.promoteLocked(c.since())
 	return nil
 }

@@ -85,10 +85,11 @@ func reportRatio() {
 // BenchmarkNext measures Next from the buffer: parallel goroutines take
 // IDs that are in the tag's buffer, as callers do between refills. Before
 // the timer starts, b.N IDs are fetched from a live idalloc on loopback
-// (batches of 100,000) and installed as the tag's current batch, so the
+// (ranges of up to 1,000,000) and queued in the tag's buffer, so the
 // timed loop is Next's own path: the tag lookup, one atomic claim, the
-// refill check. Every ID is kept (in memory allocated beforehand) and
-// checked unique after the timed loop.
+// refill check, and a lock once per range to take the next. Every ID is
+// kept (in memory allocated beforehand) and checked unique after the
+// timed loop.
 func BenchmarkNext(b *testing.B) {
 	srv := benchServer(b)
 	c, err := New(Config{URLs: []string{srv.URL}, MaxBatch: MaxMaxBatch})
@@ -107,13 +108,13 @@ func BenchmarkNext(b *testing.B) {
 }
 
 // BenchmarkNextSustained is BenchmarkNext with the buffer refilled in the
-// background as in production: batches of up to 30,000 (the size that gave
-// the most here), fetched while the callers take IDs, from an idalloc
-// sharing this machine's two cores. It measures what one server can feed
-// one tag of one client, not Next.
+// background as in production: ranges of up to 1,000,000 IDs (the
+// defaults), fetched while the callers take IDs, from an idalloc sharing
+// this machine's cores. It measures what one server feeds one tag of one
+// client; with ranges, that is mostly Next's own cost.
 func BenchmarkNextSustained(b *testing.B) {
 	srv := benchServer(b)
-	c, err := New(Config{URLs: []string{srv.URL}, MaxBatch: 30_000})
+	c, err := New(Config{URLs: []string{srv.URL}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,15 +17,22 @@ import (
 // Client hands out idalloc IDs from local buffers. It is safe for
 // concurrent use.
 //
-// Next answers from a per-tag double buffer: the current batch, which
-// callers take from with one atomic add and no lock, and the next batch,
-// fetched with GET /alloc?app_tag=T&count=N in the background once a fifth
-// of the current one is left. A caller waits on the network only when both
-// are empty. N adapts to the caller's pace: it starts at 16, doubles while
-// fetches come back to back (less than 100ms apart, or a caller found the
-// buffer empty), and halves when they are more than 10s apart, within
-// 1..MaxBatch. A fetch that finds the buffer already empty is followed at
-// once by the next.
+// Next answers from a per-tag buffer: the current batch, which callers
+// take from with one atomic add and no lock, and the answers fetched
+// ahead, with GET /alloc?app_tag=T&count=N&as=ranges in the background
+// once a fifth of an answer is left. Ranges ([first,last] pairs) cost a
+// few bytes however many IDs they hold, so a caller's rate is the
+// client's own, not the server's encoder's. A tag whose IDs are not runs
+// of numbers (scrambled, dated; the instance refuses ranges naming "as")
+// and every tag of a server without ranges (it answers a list) is fetched
+// as a list (count=N) from its first answer on. A caller waits on the
+// network only when the buffer is empty. N adapts to the caller's pace:
+// it starts at 16, doubles while fetches come back to back (less than
+// 100ms apart, or a caller found the buffer empty), and halves when they
+// are more than 10s apart, within 1..MaxRange (1..MaxBatch for lists). A
+// fetch that finds the buffer already empty is followed at once by the
+// next; a caller that takes MaxRange IDs within 100ms has two answers
+// kept ahead and up to two fetches at once (queue.go).
 //
 // Requests go to the URLs round robin. An instance that refuses the
 // connection, times out, answers 503 or 500, or closes the connection after
@@ -38,26 +44,30 @@ import (
 // Guarantees: every ID is handed out once (each comes from one answer and
 // each index of a batch is claimed once); the IDs one goroutine gets for a
 // tag are strictly increasing while a single instance serves the Client
-// (an instance's answers for a tag only increase, and batches are used in
-// the order they arrived). IDs are used in the order received: nothing
-// beyond that is assumed, so tags whose IDs are not increasing (scrambled)
-// are served as they come. IDs left in a buffer when the process ends are
-// never issued: a restart skips them, it never repeats them. A dated
-// tag's buffered IDs are dropped when their period ends, or DatedMaxAge
-// after they were requested when the answer does not say when it ends
-// (NextText, text.go): their stamp is then the period in which they were
-// handed out, and a new period's start the first ID of the next batch.
+// (an instance's claims for a tag only increase; ranges are served by
+// first ID, and one that arrives after a higher one of its instance was
+// served is dropped, see queue.go). Lists are used in the order received:
+// nothing beyond that is assumed, so tags whose IDs are not increasing
+// (scrambled) are served as they come. IDs left in a buffer when the
+// process ends, or dropped, are never issued: a restart skips them, it
+// never repeats them. A dated tag's buffered IDs are dropped when their
+// period ends, or DatedMaxAge after they were requested when the answer
+// does not say when it ends (NextText, text.go): their stamp is then the
+// period in which they were handed out, and a new period's start the
+// first ID of the next batch.
 //
-// Goroutines: at most one fetch per tag (and one for snowflake IDs) runs at a
-// time, each on a goroutine started for that fetch; Close stops and waits
-// for all of them, and closes the Keepers made over the Client.
+// Goroutines: at most two fetches per tag of ranges, and one per tag of
+// lists (and one for snowflake IDs) run at a time, each on a goroutine
+// started for that fetch; Close stops and waits for all of them, and
+// closes the Keepers made over the Client.
 type Client struct {
 	insts      []*instance
 	hc         *http.Client
 	own        *http.Transport // the transport New made, closed by Close
 	token      string
 	cluster    string
-	maxBatch   atomic.Int64
+	maxBatch   countCap      // of lists
+	maxRange   countCap      // of ranges
 	maxAge     time.Duration // of snowflake IDs
 	datedAge   time.Duration // of a dated tag's IDs when the answer does not say when their period ends
 	reqTimeout time.Duration
@@ -212,7 +222,7 @@ func (c *Client) newTag(tag string) (*buffer, error) {
 	if b := old[tag]; b != nil {
 		return b, nil
 	}
-	b := newBuffer(c, tag, c.fetchSegment, 0)
+	b := newBuffer(c, tag, c.fetchSegment, 0, false)
 	m := make(map[string]*buffer, len(old)+1)
 	maps.Copy(m, old)
 	m[tag] = b
@@ -253,14 +263,48 @@ func (c *Client) goFetch(f func(context.Context)) bool {
 // monotonic reading, comparable as an integer.
 func (c *Client) since() time.Duration { return c.now().Sub(c.base) }
 
-func (c *Client) batchCap() int { return int(c.maxBatch.Load()) }
+func (c *Client) batchCap() int { return int(c.maxBatch.v.Load()) }
 
-// fetchSegment asks for n IDs of tag. A dated tag's (an answer with
-// id_str or ids_str, or period_ends_in_ms) expire when their period ends
-// (freshness in text.go).
-func (c *Client) fetchSegment(ctx context.Context, tag string, n int) (fetched, error) {
-	d, sent, err := c.fetchIDs(ctx, "/alloc?app_tag="+tag+"&count=", n, 0)
-	f := fetched{ids: d.ids, strs: d.strs}
+func (c *Client) rangeCap() int { return int(c.maxRange.v.Load()) }
+
+// countCap is one of the Client's caps on a fetch's count, lowered when
+// an instance refuses a count.
+type countCap struct {
+	v      atomic.Int64
+	field  string // the Config field it comes from
+	listed bool   // answers list their IDs: room for n is made beforehand
+}
+
+// fetchSegment asks for n IDs of tag: as ranges (as=ranges) until the tag
+// is known to need lists. An instance that refuses ranges for the tag
+// (resp_code 1 naming "as": a scrambled or dated tag) is asked again at
+// once for a list of up to MaxBatch, and so is every later fetch; an
+// instance without ranges ignores the parameter and answers a list, which
+// is served as it is and likewise turns the tag to lists (the API's
+// servers ignore a query parameter they do not know). A dated tag's IDs
+// (an answer with id_str or ids_str, or period_ends_in_ms) expire when
+// their period ends (freshness in text.go).
+func (c *Client) fetchSegment(ctx context.Context, tag string, n int, lists bool) (fetched, error) {
+	if !lists {
+		d, sent, err := c.fetchIDs(ctx, "/alloc?app_tag="+tag+"&as=ranges&count=", n, 0, &c.maxRange)
+		if e, ok := errors.AsType[*Error](err); !ok || e.RespCode != 1 || e.field != "as" {
+			f := c.segmentFetched(d, sent, err)
+			f.lists = err == nil && d.spans == nil
+			return f, err
+		}
+		n = min(n, c.batchCap())
+	}
+	d, sent, err := c.fetchIDs(ctx, "/alloc?app_tag="+tag+"&count=", n, 0, &c.maxBatch)
+	f := c.segmentFetched(d, sent, err)
+	f.lists = true
+	return f, err
+}
+
+// segmentFetched is the fetched of an /alloc answer: a dated tag's IDs
+// expire when their period ends, or DatedMaxAge after sent when the
+// answer does not say.
+func (c *Client) segmentFetched(d decoded, sent time.Duration, err error) fetched {
+	f := fetched{spans: d.spans, ids: d.ids, strs: d.strs, inst: d.inst}
 	switch {
 	case err != nil:
 	case d.endsIn >= 0:
@@ -268,15 +312,15 @@ func (c *Client) fetchSegment(ctx context.Context, tag string, n int) (fetched, 
 	case d.dated:
 		f.expires = expiry(sent, c.datedAge)
 	}
-	return f, err
+	return f
 }
 
 // fetchSnowflake asks for n snowflake IDs, which expire SnowflakeMaxAge
 // after the request was sent. An instance without a worker ID (resp_code
 // 5) is skipped: another may have one.
-func (c *Client) fetchSnowflake(ctx context.Context, _ string, n int) (fetched, error) {
-	d, sent, err := c.fetchIDs(ctx, "/snowflake?count=", n, 5)
-	return fetched{ids: d.ids, expires: expiry(sent, c.maxAge)}, err
+func (c *Client) fetchSnowflake(ctx context.Context, _ string, n int, _ bool) (fetched, error) {
+	d, sent, err := c.fetchIDs(ctx, "/snowflake?count=", n, 5, &c.maxBatch)
+	return fetched{ids: d.ids, expires: expiry(sent, c.maxAge), lists: true}, err
 }
 
 // expiry is the Client.since reading age after sent, never 0 (never).
@@ -284,36 +328,44 @@ func expiry(sent, age time.Duration) time.Duration { return max(sent+age, 1) }
 
 // fetchIDs makes one batch call; sent is the Client.since reading just
 // before the request that was answered. A count an instance refuses (its
-// max_batch is below Config.MaxBatch) halves the Client's cap, and the
-// call is made again with the smaller count.
-func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int) (decoded, time.Duration, error) {
+// max_batch, or max_range, is below the client's) halves the Client's cap
+// (limit), and the call is made again with the smaller count. An answer
+// of ranges must hold n IDs.
+func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int, limit *countCap) (decoded, time.Duration, error) {
 	for {
 		sent := c.since()
 		var d decoded
 		err := c.do(ctx, request{method: http.MethodGet, path: path + strconv.Itoa(n), elsewhere: elsewhere},
 			func(a answer) error {
+				var dst []int64 // ranges need no room per ID
+				if limit.listed {
+					dst = make([]int64, 0, n)
+				}
 				var err error
-				d, err = decode(make([]int64, 0, n), a.body)
+				if d, err = decode(dst, a.body); err == nil && d.spans != nil {
+					err = spansHold(d.spans, n)
+				}
+				d.inst = a.inst
 				return err
 			})
-		if e, ok := errors.AsType[*Error](err); ok && n > 1 && e.RespCode == 1 && strings.HasPrefix(e.Msg, "invalid count") {
-			n = c.lowerCap(n)
+		if e, ok := errors.AsType[*Error](err); ok && n > 1 && e.RespCode == 1 && e.field == "count" {
+			n = c.lowerCap(limit, n)
 			continue
 		}
 		return d, sent, err
 	}
 }
 
-// lowerCap halves the batch cap below a refused count and returns it.
-func (c *Client) lowerCap(refused int) int {
+// lowerCap halves a cap below a refused count and returns it.
+func (c *Client) lowerCap(limit *countCap, refused int) int {
 	n := max(refused/2, 1)
 	for {
-		cur := c.maxBatch.Load()
-		if cur <= int64(n) || c.maxBatch.CompareAndSwap(cur, int64(n)) {
+		cur := limit.v.Load()
+		if cur <= int64(n) || limit.v.CompareAndSwap(cur, int64(n)) {
 			break
 		}
 	}
-	c.log.Warn("idalloc refused a batch count: lowering the client's MaxBatch to match its max_batch",
-		"refused", refused, "max_batch", c.batchCap())
-	return min(n, c.batchCap())
+	c.log.Warn("idalloc refused a count: lowering the client's "+limit.field+" to match the server's",
+		"refused", refused, "cap", limit.v.Load())
+	return min(n, int(limit.v.Load()))
 }

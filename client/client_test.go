@@ -14,7 +14,8 @@ import (
 	"github.com/idalloc/idalloc/internal/testclock"
 )
 
-// countingTransport counts the requests of a Client, by path.
+// countingTransport counts the requests of a Client, by path, and those
+// asking for ranges also as path+"?as=ranges".
 type countingTransport struct {
 	next  http.RoundTripper
 	mu    sync.Mutex
@@ -29,6 +30,9 @@ func newCounting() *countingTransport {
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.mu.Lock()
 	t.paths[r.URL.Path]++
+	if r.URL.Query().Get("as") == "ranges" {
+		t.paths[r.URL.Path+"?as=ranges"]++
+	}
 	t.hosts[r.URL.Host]++
 	t.mu.Unlock()
 	return t.next.RoundTrip(r)
@@ -106,7 +110,7 @@ func TestNextFromLiveServer(t *testing.T) {
 	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
 	srv.createTag(t, "order", 1000)
 	tr := newCounting()
-	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 200, HTTPClient: &http.Client{Transport: tr}})
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxRange: 200, HTTPClient: &http.Client{Transport: tr}})
 	ctx := t.Context()
 
 	lists := collect(t, 4, 5000, func() (int64, error) { return c.Next(ctx, "order") })
@@ -116,21 +120,21 @@ func TestNextFromLiveServer(t *testing.T) {
 	n := checkUnique(t, lists...)
 	fetches := tr.count("/alloc")
 	if fetches == 0 || fetches > n/50 {
-		t.Errorf("%d IDs took %d /alloc requests; want batches of up to 200 (at most %d requests)", n, fetches, n/50)
+		t.Errorf("%d IDs took %d /alloc requests; want ranges of up to 200 IDs (at most %d requests)", n, fetches, n/50)
 	}
 	b := (*c.tags.Load())["order"]
 	b.mu.Lock()
 	size := b.size
 	b.mu.Unlock()
 	if size != 200 {
-		t.Errorf("batch size after back-to-back refills: got %d, want MaxBatch 200", size)
+		t.Errorf("fetch size after back-to-back refills: got %d, want MaxRange 200", size)
 	}
 }
 
 func TestNextN(t *testing.T) {
 	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
 	srv.createTag(t, "order", 1000)
-	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 100})
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxRange: 100})
 	ctx := t.Context()
 
 	// NextN beside Next: a dst longer than two batches waits for fetches.
@@ -172,7 +176,7 @@ func TestBatchSizeFollowsThePace(t *testing.T) {
 	srv := startServer(t, "solo", serverConfig(t.TempDir(), nil))
 	srv.createTag(t, "order", 1000)
 	clock := testclock.New(time.Now())
-	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxBatch: 1000, Now: clock.Now})
+	c := newTestClient(t, Config{URLs: []string{srv.URL}, MaxRange: 1000, Now: clock.Now})
 	ctx := t.Context()
 	b, err := c.newTag("order")
 	if err != nil {
@@ -198,7 +202,7 @@ func TestBatchSizeFollowsThePace(t *testing.T) {
 	fetching := func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.fetching
+		return b.flights > 0
 	}
 	quiesce := func() {
 		for fetching() {

@@ -5,7 +5,6 @@ package client
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,19 +75,4 @@ func TestCloseStopsEverything(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-}
-
-// clientGoroutines returns the stacks of goroutines running this package's
-// non-test code, other than the caller's.
-func clientGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "idalloc/client.(*buffer)") || strings.Contains(g, "idalloc/client.(*Keeper)") ||
-			strings.Contains(g, "idalloc/workerlease.(*Keeper)") {
-			out = append(out, g)
-		}
-	}
-	return out
 }

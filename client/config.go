@@ -19,6 +19,10 @@ const (
 	DefaultMaxBatch = segment.DefaultMaxBatch
 	// MaxMaxBatch is the largest max_batch a server accepts.
 	MaxMaxBatch = segment.MaxMaxBatch
+	// DefaultMaxRange is the server's own default max_range.
+	DefaultMaxRange = segment.DefaultMaxRange
+	// MaxMaxRange is the largest max_range a server accepts.
+	MaxMaxRange = segment.MaxMaxRange
 	// DefaultSnowflakeMaxAge bounds the age of a buffered snowflake ID.
 	DefaultSnowflakeMaxAge = time.Second
 	// DefaultDatedMaxAge bounds the age of a buffered ID of a dated tag
@@ -43,12 +47,22 @@ type Config struct {
 	// Cluster is the worker-ID cluster of lease calls. "" means the server's
 	// default (its snowflake.cluster).
 	Cluster string
-	// MaxBatch caps the count of one /alloc or /snowflake batch: the client
-	// buffers up to two batches per tag. 0 means DefaultMaxBatch (1000);
-	// outside 1..100000: ErrInvalidConfig. It should not exceed the servers'
+	// MaxBatch caps the count of one /alloc or /snowflake batch asked for
+	// as a list: snowflake IDs, and the tags whose IDs are not runs of
+	// consecutive numbers (scrambled and dated tags). The client buffers
+	// up to two batches per tag. 0 means DefaultMaxBatch (1000); outside
+	// 1..100000: ErrInvalidConfig. It should not exceed the servers'
 	// max_batch; when an instance refuses a count, the client halves its cap
 	// for the rest of its life and asks again.
 	MaxBatch int
+	// MaxRange caps the count of one /alloc fetch asked for as ranges
+	// (as=ranges), as sequential and fixed_length tags' IDs are: a few
+	// bytes in the buffer however many IDs, so the cap bounds only the IDs
+	// a process may leave unused at exit (a fast caller's buffer holds up to about two fetches
+	// and a fifth). 0 means DefaultMaxRange (1,000,000); outside
+	// 1..100,000,000: ErrInvalidConfig. It should not exceed the servers'
+	// max_range; a refused count halves it, as for MaxBatch.
+	MaxRange int
 	// SnowflakeMaxAge is how long a buffered snowflake ID may be handed out
 	// after its batch was requested: an ID's timestamp tells when it was
 	// made, so an older one would misdate what it names. 0 means 1s;
@@ -81,7 +95,8 @@ type Config struct {
 // New returns a Client for cfg. It makes no request: instances are first
 // contacted by the first call. Errors (ErrInvalidConfig, naming the field):
 // no URLs, a URL that is not http(s)://host[/prefix], MaxBatch outside
-// 1..100000, a negative SnowflakeMaxAge, DatedMaxAge or RequestTimeout.
+// 1..100000, MaxRange outside 1..100000000, a negative SnowflakeMaxAge,
+// DatedMaxAge or RequestTimeout.
 func New(cfg Config) (*Client, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, fmt.Errorf("%w: URLs: none given", ErrInvalidConfig)
@@ -92,13 +107,19 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: URLs[%d]: %v", ErrInvalidConfig, i, err)
 		}
-		insts = append(insts, &instance{base: base})
+		insts = append(insts, &instance{base: base, idx: i})
 	}
 	switch {
 	case cfg.MaxBatch == 0:
 		cfg.MaxBatch = DefaultMaxBatch
 	case cfg.MaxBatch < 1 || cfg.MaxBatch > MaxMaxBatch:
 		return nil, fmt.Errorf("%w: MaxBatch %d is outside 1..%d", ErrInvalidConfig, cfg.MaxBatch, MaxMaxBatch)
+	}
+	switch {
+	case cfg.MaxRange == 0:
+		cfg.MaxRange = DefaultMaxRange
+	case cfg.MaxRange < 1 || cfg.MaxRange > MaxMaxRange:
+		return nil, fmt.Errorf("%w: MaxRange %d is outside 1..%d", ErrInvalidConfig, cfg.MaxRange, MaxMaxRange)
 	}
 	switch {
 	case cfg.SnowflakeMaxAge == 0:
@@ -141,10 +162,13 @@ func New(cfg Config) (*Client, error) {
 		c.own = newTransport(len(insts))
 		c.hc = &http.Client{Transport: c.own}
 	}
-	c.maxBatch.Store(int64(cfg.MaxBatch))
+	c.maxBatch.field, c.maxBatch.listed = "MaxBatch", true
+	c.maxBatch.v.Store(int64(cfg.MaxBatch))
+	c.maxRange.field = "MaxRange"
+	c.maxRange.v.Store(int64(cfg.MaxRange))
 	c.tags.Store(&map[string]*buffer{})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.snow = newBuffer(c, "", c.fetchSnowflake, c.maxAge)
+	c.snow = newBuffer(c, "", c.fetchSnowflake, c.maxAge, true)
 	return c, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -11,29 +12,81 @@ import (
 // okPrefix opens every success body the server writes itself.
 var okPrefix = []byte(`{"resp_code":0,"msg":"success"`)
 
-var errNoIDs = errors.New("success answer without ids")
+var (
+	errNoIDs    = errors.New("success answer without ids")
+	errMixed    = errors.New("success answer with both ranges and a list of ids")
+	errBadRange = errors.New("success answer with a range that is not [first,last]")
+	errSpans    = errors.New("success answer whose ranges are not non-negative, increasing and disjoint")
+)
+
+// span is the IDs first, first+1, …, last of a ranges answer.
+type span struct{ first, last int64 }
+
+// count is how many IDs s holds; checkSpans has made sure it fits.
+func (s span) count() int64 { return s.last - s.first + 1 }
+
+// spansHold checks that spans hold n IDs, as an answer to count=n must.
+func spansHold(spans []span, n int) error {
+	var total int64
+	for _, s := range spans {
+		if s.count() > int64(n)-total {
+			return fmt.Errorf("success answer with more than the %d IDs asked for", n)
+		}
+		total += s.count()
+	}
+	if total != int64(n) {
+		return fmt.Errorf("success answer with %d IDs, %d asked for", total, n)
+	}
+	return nil
+}
+
+// checkSpans refuses ranges the server never sends: none at all, or any
+// that are not [first,last] with 0 ≤ first ≤ last, each beginning above
+// the one before ends. Strictly increasing and disjoint is what lets the
+// client serve them in order, each ID once; non-negative keeps every
+// count within int64 (spansHold checks their total against the count
+// asked for).
+func checkSpans(spans []span) error {
+	if len(spans) == 0 {
+		return errNoIDs
+	}
+	prev := int64(-1)
+	for _, s := range spans {
+		if s.first <= prev || s.last < s.first {
+			return errSpans
+		}
+		if s.first == 0 && s.last == 1<<63-1 {
+			return errSpans // one more than int64 holds
+		}
+		prev = s.last
+	}
+	return nil
+}
 
 // decoded is a success answer of /alloc or /snowflake: its IDs, as
-// numbers ("ids", or "id" alone) or, when it has none, as text
-// ("ids_str", or "id_str" alone: a dated tag with a prefix or a
-// separator, API.md §11); and what it says of a dated tag's period.
+// spans ("ranges", an answer to as=ranges), as numbers ("ids", or "id"
+// alone) or, when it has neither, as text ("ids_str", or "id_str" alone:
+// a dated tag with a prefix or a separator, API.md §11); and what it says
+// of a dated tag's period.
 type decoded struct {
-	ids  []int64
-	strs []string // nil when ids holds the IDs
+	spans []span // nil unless the answer has "ranges"; ids and strs are then empty
+	ids   []int64
+	strs  []string // nil when ids holds the IDs
 	// dated: the answer has id_str or ids_str, which /alloc sends for
 	// dated tags only (and /snowflake for every answer), or endsIn.
 	dated bool
 	// endsIn is the answer's period_ends_in_ms: how long after the
 	// instance answered the period of its IDs ends; -1 when absent.
 	endsIn time.Duration
+	inst   *instance // the instance that answered, set by the caller
 }
 
 // appendIDs appends the numeric IDs of a success answer of /alloc or
 // /snowflake to dst: its "ids", or its "id" when it has no "ids". An
-// answer of text IDs only is errNoIDs.
+// answer of text IDs only, or of ranges, is errNoIDs.
 func appendIDs(dst []int64, body []byte) ([]int64, error) {
 	d, err := decode(dst, body)
-	if err == nil && d.strs != nil {
+	if err == nil && (d.strs != nil || d.spans != nil) {
 		return dst, errNoIDs
 	}
 	return d.ids, err
@@ -50,11 +103,12 @@ func decode(dst []int64, body []byte) (decoded, error) {
 		return d, nil
 	}
 	var v struct {
-		ID     *int64   `json:"id"`
-		IDs    []int64  `json:"ids"`
-		IDStr  *string  `json:"id_str"`
-		IDsStr []string `json:"ids_str"`
-		EndsIn *int64   `json:"period_ends_in_ms"`
+		Ranges [][]int64 `json:"ranges"`
+		ID     *int64    `json:"id"`
+		IDs    []int64   `json:"ids"`
+		IDStr  *string   `json:"id_str"`
+		IDsStr []string  `json:"ids_str"`
+		EndsIn *int64    `json:"period_ends_in_ms"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return decoded{ids: dst}, err
@@ -64,6 +118,21 @@ func decode(dst []int64, body []byte) (decoded, error) {
 		d.endsIn = max(time.Duration(*v.EndsIn), 0) * time.Millisecond
 	}
 	switch {
+	case v.Ranges != nil:
+		if d.dated || v.ID != nil || v.IDs != nil || v.IDsStr != nil {
+			return d, errMixed
+		}
+		spans := make([]span, 0, len(v.Ranges))
+		for _, r := range v.Ranges {
+			if len(r) != 2 {
+				return d, errBadRange
+			}
+			spans = append(spans, span{r[0], r[1]})
+		}
+		if err := checkSpans(spans); err != nil {
+			return d, err
+		}
+		d.spans = spans
 	case len(v.IDs) > 0:
 		d.ids = append(dst, v.IDs...)
 	case v.ID != nil:
@@ -93,6 +162,7 @@ func scan(dst []int64, body []byte) (d decoded, ok bool) {
 	var single int64
 	var oneStr, strs []byte // the value of id_str; the array of ids_str
 	haveSingle, haveIDs := false, false
+	var spans []span
 	fail := func() (decoded, bool) { return decoded{ids: dst[:n0], endsIn: -1}, false }
 	for len(s) > 0 {
 		var key []byte
@@ -125,6 +195,13 @@ func scan(dst []int64, body []byte) (d decoded, ok bool) {
 			}
 			s = s[1:]
 			haveIDs = true
+		case "ranges":
+			if spans != nil {
+				return fail()
+			}
+			if spans, s, ok = scanSpans(s); !ok {
+				return fail()
+			}
 		case "period_ends_in_ms":
 			var ms int64
 			if ms, s, ok = scanInt(s); !ok {
@@ -149,6 +226,12 @@ func scan(dst []int64, body []byte) (d decoded, ok bool) {
 	}
 	d.ids = dst
 	switch {
+	case spans != nil:
+		// Only alone: an answer that also lists IDs is not the server's.
+		if haveIDs || haveSingle || d.dated || checkSpans(spans) != nil {
+			return fail()
+		}
+		d.spans = spans
 	case haveIDs && len(dst) > n0:
 	case !haveIDs && haveSingle:
 		d.ids = append(dst, single)
@@ -160,6 +243,37 @@ func scan(dst []int64, body []byte) (d decoded, ok bool) {
 		return fail()
 	}
 	return d, true
+}
+
+// scanSpans reads the array of ranges, [[first,last],…]; its rules are
+// checkSpans's, applied by the caller.
+func scanSpans(s []byte) ([]span, []byte, bool) {
+	if len(s) < 2 || s[0] != '[' {
+		return nil, s, false
+	}
+	s = s[1:]
+	spans := make([]span, 0, 2)
+	for len(s) > 0 && s[0] != ']' {
+		var sp span
+		var ok bool
+		if len(s) == 0 || s[0] != '[' {
+			return nil, s, false
+		}
+		if sp.first, s, ok = scanInt(s[1:]); !ok || len(s) == 0 || s[0] != ',' {
+			return nil, s, false
+		}
+		if sp.last, s, ok = scanInt(s[1:]); !ok || len(s) == 0 || s[0] != ']' {
+			return nil, s, false
+		}
+		spans = append(spans, sp)
+		if s, ok = separator(s[1:]); !ok {
+			return nil, s, false
+		}
+	}
+	if len(s) == 0 {
+		return nil, s, false
+	}
+	return spans, s[1:], true
 }
 
 // splitStrings splits a JSON array of strings without escapes, checked by

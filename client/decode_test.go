@@ -188,6 +188,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{URLs: []string{"http://h/?q=1"}},
 		{URLs: []string{"http://h"}, MaxBatch: -1},
 		{URLs: []string{"http://h"}, MaxBatch: MaxMaxBatch + 1},
+		{URLs: []string{"http://h"}, MaxRange: -1},
+		{URLs: []string{"http://h"}, MaxRange: MaxMaxRange + 1},
 		{URLs: []string{"http://h"}, SnowflakeMaxAge: -time.Second},
 		{URLs: []string{"http://h"}, DatedMaxAge: -time.Second},
 		{URLs: []string{"http://h"}, RequestTimeout: -time.Second},
@@ -206,5 +208,78 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	defer c.Close()
 	if got := fmt.Sprint(c.insts[0].base, " ", c.insts[1].base); got != "http://127.0.0.1:8880 https://lb.example/idalloc" {
 		t.Errorf("base URLs: got %s", got)
+	}
+}
+
+// TestDecodeRanges: answers of as=ranges in the server's form and
+// re-encoded; bodies the server never sends are refused, never read as
+// made-up IDs.
+func TestDecodeRanges(t *testing.T) {
+	const ok = `{"resp_code":0,"msg":"success"`
+	for _, tc := range []struct {
+		name, body string
+		want       []span
+		wantErr    bool
+	}{
+		{"one range", ok + `,"ranges":[[8,1000007]]}`, []span{{8, 1000007}}, false},
+		{"two ranges", ok + `,"ranges":[[1,5],[101,200]]}`, []span{{1, 5}, {101, 200}}, false},
+		{"one ID", ok + `,"ranges":[[7,7]]}`, []span{{7, 7}}, false},
+		{"from 0", ok + `,"ranges":[[0,3]]}`, []span{{0, 3}}, false},
+		{"up to max int64", ok + `,"ranges":[[9223372036854775800,9223372036854775807]]}`, []span{{9223372036854775800, 9223372036854775807}}, false},
+		{"re-encoded by a proxy", `{ "resp_code": 0, "msg": "success", "ranges": [ [1, 5], [7, 9] ] }`, []span{{1, 5}, {7, 9}}, false},
+		{"extra field", ok + `,"ranges":[[1,2]],"left":5}`, []span{{1, 2}}, false},
+		// Refused.
+		{"no ranges", ok + `,"ranges":[]}`, nil, true},
+		{"last below first", ok + `,"ranges":[[5,4]]}`, nil, true},
+		{"overlapping", ok + `,"ranges":[[1,5],[5,9]]}`, nil, true},
+		{"decreasing", ok + `,"ranges":[[6,9],[1,5]]}`, nil, true},
+		{"decreasing, re-encoded", `{ "resp_code": 0, "msg": "success", "ranges": [ [6, 9], [1, 5] ] }`, nil, true},
+		{"negative", ok + `,"ranges":[[-1,5]]}`, nil, true},
+		{"more than int64 counts", ok + `,"ranges":[[0,9223372036854775807]]}`, nil, true},
+		{"three numbers", ok + `,"ranges":[[1,2,3]]}`, nil, true},
+		{"three numbers, re-encoded", `{ "resp_code": 0, "msg": "success", "ranges": [ [1, 2, 3] ] }`, nil, true},
+		{"one number", ok + `,"ranges":[[1]]}`, nil, true},
+		{"not pairs", ok + `,"ranges":[1,2]}`, nil, true},
+		{"trailing comma", ok + `,"ranges":[[1,2],]}`, nil, true},
+		{"truncated", ok + `,"ranges":[[1,2]`, nil, true},
+		{"overflow", ok + `,"ranges":[[1,9223372036854775808]]}`, nil, true},
+		{"ranges and ids", ok + `,"id":1,"ids":[1,2],"ranges":[[1,2]]}`, nil, true},
+		{"ranges and ids, re-encoded", `{ "resp_code": 0, "msg": "success", "ids": [1, 2], "ranges": [[1, 2]] }`, nil, true},
+		{"ranges of a dated tag", ok + `,"ranges":[[1,2]],"period_ends_in_ms":5}`, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := decode(nil, []byte(tc.body))
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("got %+v, want an error", d)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(d.spans, tc.want) || len(d.ids) != 0 || d.strs != nil || d.dated {
+				t.Errorf("got %+v, %v; want spans %v alone", d, err, tc.want)
+			}
+		})
+	}
+	if _, err := appendIDs(nil, []byte(ok+`,"ranges":[[1,2]]}`)); !errors.Is(err, errNoIDs) {
+		t.Errorf("appendIDs of ranges: %v, want errNoIDs", err)
+	}
+}
+
+// TestSpansHold: an answer to count=n holds n IDs, no more, no fewer.
+func TestSpansHold(t *testing.T) {
+	for _, tc := range []struct {
+		spans []span
+		n     int
+		ok    bool
+	}{
+		{[]span{{1, 10}}, 10, true},
+		{[]span{{1, 4}, {10, 15}}, 10, true},
+		{[]span{{1, 9}}, 10, false},
+		{[]span{{1, 4}, {10, 16}}, 10, false},
+		{[]span{{0, 9223372036854775806}}, 10, false},
+	} {
+		if err := spansHold(tc.spans, tc.n); (err == nil) != tc.ok {
+			t.Errorf("spansHold(%v, %d): got %v, want ok %v", tc.spans, tc.n, err, tc.ok)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 // Package client is the Go client of idalloc, in the manner of Tinyid's
 // client: it takes the network off the caller's path.
 //
-// Client.Next answers from a local double buffer per tag, filled in the
-// background with GET /alloc?app_tag=T&count=N batches, so a caller waits on
-// the network only when its buffer is empty; Client.Snowflake buffers
-// snowflake IDs the same way, for a bounded age. Several instances are used
+// Client.Next answers from a local buffer per tag, filled in the
+// background with GET /alloc?app_tag=T&count=N&as=ranges answers (a few
+// [first,last] pairs however many IDs; lists, count=N, for the tags whose
+// IDs are not runs of numbers), so a caller waits on the network only
+// when its buffer is empty; Client.Snowflake buffers snowflake IDs the
+// same way, for a bounded age. Several instances are used
 // round robin, and one that fails or drains is set aside for its
 // Retry-After. Every ID is handed out once; a tag's IDs reach one goroutine
 // strictly increasing while a single instance serves the Client.

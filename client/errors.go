@@ -92,6 +92,7 @@ type Error struct {
 	RetryAfter time.Duration
 
 	sentinel error
+	field    string // the answer's field: which input it refused
 }
 
 // Error returns the server's message with where it came from.
@@ -127,7 +128,7 @@ type answerError struct {
 
 // newError builds the *Error of a non-zero answer.
 func newError(url string, status int, a answerError) *Error {
-	return &Error{RespCode: a.code, HTTPStatus: status, Msg: a.msg, URL: url, sentinel: refine(a)}
+	return &Error{RespCode: a.code, HTTPStatus: status, Msg: a.msg, URL: url, sentinel: refine(a), field: a.field}
 }
 
 // retryAfterHeader reads a Retry-After (seconds or an HTTP date) as it

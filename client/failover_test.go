@@ -83,7 +83,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 
 	// Small batches, so that fetches never stop during the faults.
 	tr := newCounting()
-	c := newTestClient(t, Config{URLs: []string{a.URL, b.URL}, MaxBatch: 20, HTTPClient: &http.Client{Transport: tr}})
+	c := newTestClient(t, Config{URLs: []string{a.URL, b.URL}, MaxRange: 20, HTTPClient: &http.Client{Transport: tr}})
 	type failure struct {
 		at  time.Time
 		err error

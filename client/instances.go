@@ -28,6 +28,7 @@ const (
 // instance is one idalloc URL.
 type instance struct {
 	base string
+	idx  int // in Client.insts
 	// aside is the Client.since reading until which the instance is passed
 	// over while others are not; 0 when never set aside.
 	aside atomic.Int64

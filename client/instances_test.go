@@ -16,9 +16,10 @@ import (
 	"github.com/idalloc/idalloc/snowflake"
 )
 
-// fakeIdalloc answers /alloc with IDs of its own range (from base up), or
-// with a fault: fakes stand in for faults only; the live tests use the
-// real binary.
+// fakeIdalloc answers /alloc with IDs of its own range (from base up), as
+// ranges when asked for them (as=ranges) unless lists is set (a server
+// from before ranges, which ignores the parameter), or with a fault:
+// fakes stand in for faults only; the live tests use the real binary.
 type fakeIdalloc struct {
 	*httptest.Server
 	hits  atomic.Int64
@@ -26,31 +27,58 @@ type fakeIdalloc struct {
 	next  int64
 	fault func(w http.ResponseWriter, r *http.Request) bool // true: answered with a fault; set before use
 	close bool                                              // Connection: close on success
+	lists bool                                              // no ranges: as=ranges is ignored
+	// cut, when above 0, cuts an answer of ranges into runs of at most cut
+	// IDs, one number apart, as segments of a tag shared with other
+	// instances are; the numbers between (gaps) are never issued.
+	cut  int64
+	gaps map[int64]bool
 }
 
 func newFake(t *testing.T, base int64) *fakeIdalloc {
-	f := &fakeIdalloc{next: base}
+	f := &fakeIdalloc{next: base, gaps: map[int64]bool{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.hits.Add(1)
 		if f.fault != nil && f.fault(w, r) {
 			return
 		}
-		n := 1
+		n := int64(1)
 		fmt.Sscanf(r.URL.Query().Get("count"), "%d", &n)
-		f.mu.Lock()
-		first := f.next
-		f.next += int64(n)
-		f.mu.Unlock()
 		if f.close {
 			w.Header().Set("Connection", "close")
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("as") == "ranges" && !f.lists {
+			fmt.Fprint(w, `{"resp_code":0,"msg":"success","ranges":[`)
+			f.mu.Lock()
+			for left := n; left > 0; {
+				k := left
+				if f.cut > 0 {
+					k = min(k, f.cut)
+				}
+				if left < n {
+					fmt.Fprint(w, ",")
+					f.gaps[f.next] = true
+					f.next++
+				}
+				fmt.Fprintf(w, "[%d,%d]", f.next, f.next+k-1)
+				f.next += k
+				left -= k
+			}
+			f.mu.Unlock()
+			fmt.Fprint(w, "]}")
+			return
+		}
+		f.mu.Lock()
+		first := f.next
+		f.next += n
+		f.mu.Unlock()
 		fmt.Fprintf(w, `{"resp_code":0,"msg":"success","id":%d,"ids":[`, first)
 		for i := range n {
 			if i > 0 {
 				fmt.Fprint(w, ",")
 			}
-			fmt.Fprint(w, first+int64(i))
+			fmt.Fprint(w, first+i)
 		}
 		fmt.Fprint(w, "]}")
 	}))
@@ -86,10 +114,12 @@ func TestUnavailableInstanceIsSetAsideForItsRetryAfter(t *testing.T) {
 	bad := newFake(t, 1)
 	bad.fault = unavailable("3")
 	good := newFake(t, 1_000_000)
-	c := newTestClient(t, Config{URLs: []string{bad.URL, good.URL}, MaxBatch: 4})
+	c := newTestClient(t, Config{URLs: []string{bad.URL, good.URL}, MaxRange: 4})
 	ids := take(t, c, 400) // about 100 fetches, round robin
-	if got := bad.hits.Load(); got != 1 {
-		t.Errorf("the instance answering 503 with Retry-After: 3 got %d requests within 3s, want 1", got)
+	// Fetches that were on their way to it when it first answered may
+	// reach it too: up to spanFlights run at once.
+	if got := bad.hits.Load(); got < 1 || got > spanFlights {
+		t.Errorf("the instance answering 503 with Retry-After: 3 got %d requests within 3s, want 1 to %d", got, spanFlights)
 	}
 	for _, id := range ids {
 		if id < 1_000_000 {
@@ -109,7 +139,7 @@ func TestRefusedAndClosingInstances(t *testing.T) {
 	draining := newFake(t, 1)
 	draining.close = true // answers, then closes: a draining instance
 	good := newFake(t, 1_000_000)
-	c := newTestClient(t, Config{URLs: []string{refused, draining.URL, good.URL}, MaxBatch: 4})
+	c := newTestClient(t, Config{URLs: []string{refused, draining.URL, good.URL}, MaxRange: 4})
 	ids := take(t, c, 400)
 	// The draining instance's answer is used, and it is then passed over
 	// for a second: a couple of its answers, not a third of ~100 fetches.
@@ -164,28 +194,43 @@ func TestContextEndsTheWait(t *testing.T) {
 	}
 }
 
+// TestCountRefusedLowersTheCap: a count above the server's max_batch (or
+// max_range) lowers the cap of that kind of fetch to the server's, and
+// the IDs keep coming.
 func TestCountRefusedLowersTheCap(t *testing.T) {
-	f := newFake(t, 1)
-	var maxSeen atomic.Int64
-	f.fault = func(w http.ResponseWriter, r *http.Request) bool {
-		var n int64
-		fmt.Sscanf(r.URL.Query().Get("count"), "%d", &n)
-		if n > 100 {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"resp_code":1,"msg":"invalid count: must be an integer from 1 to 100"}`)
-			return true
-		}
-		for cur := maxSeen.Load(); n > cur && !maxSeen.CompareAndSwap(cur, n); cur = maxSeen.Load() {
-		}
-		return false
-	}
-	c := newTestClient(t, Config{URLs: []string{f.URL}, MaxBatch: 1000})
-	checkDistinct(t, take(t, c, 5000))
-	if got := c.batchCap(); got > 100 {
-		t.Errorf("cap after refusals: got %d, want at most the server's 100", got)
-	}
-	if got := maxSeen.Load(); got < 50 {
-		t.Errorf("largest batch served: %d, want the cap to settle near 100", got)
+	for _, tc := range []struct {
+		name  string
+		lists bool
+		cap   func(*Client) int
+	}{
+		{"ranges", false, (*Client).rangeCap},
+		{"lists, from a server without ranges", true, (*Client).batchCap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t, 1)
+			f.lists = tc.lists
+			var maxSeen atomic.Int64
+			f.fault = func(w http.ResponseWriter, r *http.Request) bool {
+				var n int64
+				fmt.Sscanf(r.URL.Query().Get("count"), "%d", &n)
+				if n > 100 {
+					w.WriteHeader(http.StatusBadRequest)
+					fmt.Fprint(w, `{"resp_code":1,"msg":"invalid count: must be an integer from 1 to 100","kind":"bad_request","field":"count"}`)
+					return true
+				}
+				for cur := maxSeen.Load(); n > cur && !maxSeen.CompareAndSwap(cur, n); cur = maxSeen.Load() {
+				}
+				return false
+			}
+			c := newTestClient(t, Config{URLs: []string{f.URL}, MaxBatch: 1000, MaxRange: 1000})
+			checkDistinct(t, take(t, c, 5000))
+			if got := tc.cap(c); got > 100 {
+				t.Errorf("cap after refusals: got %d, want at most the server's 100", got)
+			}
+			if got := maxSeen.Load(); got < 50 {
+				t.Errorf("largest batch served: %d, want the cap to settle near 100", got)
+			}
+		})
 	}
 }
 

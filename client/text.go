@@ -102,14 +102,17 @@ func (b *buffer) takeText() (string, bool) {
 		return "", false
 	}
 	i := bt.pos.Add(1) - 1
-	if i >= bt.size() || (bt.expires != 0 && b.c.since() >= bt.expires) {
+	if i >= bt.n || (bt.expires != 0 && b.c.since() >= bt.expires) {
 		return "", false
 	}
 	if i == bt.refillAt {
 		b.refill()
 	}
-	if bt.strs != nil {
+	switch {
+	case bt.strs != nil:
 		return bt.strs[i], true
+	case bt.ids == nil:
+		return strconv.FormatInt(bt.first+i, 10), true
 	}
 	return strconv.FormatInt(bt.ids[i], 10), true
 }
@@ -120,7 +123,7 @@ func (b *buffer) takeTextN(dst []string) int {
 	if bt == nil || len(dst) == 0 {
 		return 0
 	}
-	n := bt.size()
+	n := bt.n
 	if bt.pos.Load() >= n {
 		return 0
 	}
@@ -129,9 +132,14 @@ func (b *buffer) takeTextN(dst []string) int {
 		return 0
 	}
 	end := min(n, i+int64(len(dst)))
-	if bt.strs != nil {
+	switch {
+	case bt.strs != nil:
 		copy(dst, bt.strs[i:end])
-	} else {
+	case bt.ids == nil:
+		for j := range dst[:end-i] {
+			dst[j] = strconv.FormatInt(bt.first+i+int64(j), 10)
+		}
+	default:
 		for j, id := range bt.ids[i:end] {
 			dst[j] = strconv.FormatInt(id, 10)
 		}

@@ -13,6 +13,8 @@
 # once per round, so slow phases of a shared machine hit all of them alike);
 # each cell is the median of the rounds. Then the in-process benchmarks of
 # segment and snowflake. Everything runs on loopback and stops by itself.
+# The Go client's row (cmd/clientload: client.Next on one tag while the
+# client refills from the default instance) is measured in the same rounds.
 # The Redis-protocol rows (redis-benchmark against idalloc's resp_addr and a
 # private redis-server, in the same rounds) are in perf_resp.sh.
 #
@@ -94,6 +96,7 @@ say "building into $tmp"
 go build -o "$tmp/idalloc" .
 go build -o "$tmp/barechi" ./cmd/barechi
 go build -o "$tmp/idload" ./cmd/idload
+go build -o "$tmp/clientload" ./cmd/clientload
 old_build
 
 # ---------------------------------------------------------------- pinning
@@ -256,6 +259,27 @@ measure() {
 		"$(jnum "$js" req_per_s)" "$(jnum "$js" ids_per_s)" "$(jnum "$js" p99_us)" "$(jnum "$js" p999_us)")"
 }
 
+# client_measure NAME PID ADDR ROUND: one clientload run, one line appended
+# to NAME.tsv: IDs/s server-CPU-µs-per-1000-IDs ids-checked dups order.
+client_measure() {
+	local name=$1 pid=$2 addr=$3 round=$4
+	local js="$tmp/$name.$round.json" c0 c1 rc=0
+	c0=$(cpu_ticks "$pid")
+	"${load_pin[@]}" "$tmp/clientload" -url "http://$addr" -tag test_business -d "$DUR" -warmup "$WARM" \
+		-q -json "$js" 2>>"$tmp/clientload.err" || rc=$?
+	c1=$(cpu_ticks "$pid")
+	[[ -s $js ]] || die "clientload $name failed (exit $rc): $(tail -3 "$tmp/clientload.err")"
+	if ((rc != 0)); then
+		failed=1
+		say "$name round $round: checks FAILED, see $js"
+	fi
+	awk -v c0="$c0" -v c1="$c1" -v clk="$clk" -v total="$(jnum "$js" total_ids)" -v ips="$(jnum "$js" ids_per_s)" \
+		-v chk="$(jnum "$js" ids_checked)" -v dups="$(jnum "$js" duplicates)" -v ord="$(jnum "$js" order_violations)" \
+		'BEGIN { us = total > 0 ? (c1 - c0) / clk * 1e6 / total * 1000 : 0
+		         print ips, us, chk, dups, ord }' >>"$tmp/$name.tsv"
+	say "$(printf '%-9s round %s: %10.0f IDs/s' "$name" "$round" "$(jnum "$js" ids_per_s)")"
+}
+
 kinds=(bare alloc bareopen allocopen batch step1m step100 step100a flake flakebatch)
 rate=${PERF_RATE:-}
 rate_desc="PERF_RATE"
@@ -295,6 +319,7 @@ for round in $(seq "$ROUNDS"); do
 	measure step100a "$main_pid" "$main_addr" "$round" -mode segment -tag "$tag100a"
 	measure flake "$main_pid" "$main_addr" "$round" -mode snowflake
 	measure flakebatch "$main_pid" "$main_addr" "$round" -mode snowflake -count 1000
+	client_measure client "$main_pid" "$main_addr" "$round"
 	resp_round "$round"
 	old_round "$round"
 	engines_round "$round"
@@ -394,6 +419,13 @@ At $(int "$(med step100 1)") req/s a $(int "$SMALL")-ID segment lasts $(awk -v r
 10% of the current one is used, so only a fetch slower than the remaining 90% makes requests wait.
 p99.9, step $(int "$SMALL") ÷ step 1,000,000: $(ratio "$(med step100 5)" "$(med step1m 5)") with the step pinned,
 $(ratio "$(med step100a 5)" "$(med step1m 5)") with the adaptive step. $fetch_note
+
+| Go client, one tag | IDs/s | server CPU per 1,000 IDs |
+|---|--:|--:|
+| \`client.Next\` refilled in the background from ranges (\`cmd/clientload\`: $(jnum "$tmp/client.1.json" goroutines) goroutine(s), pinned as idload is) | $(int "$(med client 1)") | $(awk -v v="$(med client 2)" 'BEGIN {printf "%.1f µs", v}') |
+
+clientload kept and checked $(int "$(sum client 3)") IDs: $(sum client 4) duplicates, $(sum client 5) violations of
+per-goroutine strict increase. It measures what one server feeds one tag of one client while its callers run.
 $(resp_table)$(old_table)$(engines_table)
 
 In-process, \`go test -run XXX -bench 'Next|AtomicAdd' ./segment/ ./snowflake/\` (GOMAXPROCS $ncpu, not pinned):

@@ -2,8 +2,9 @@
 # perf_old.sh: the old-against-new rows of perf.sh, which sources this file
 # and provides tmp, srv_pin, load_pin, DUR, WARM, CONNS, ROUNDS, RESP_N,
 # resp_skip, resp_port, main_pid, main_addr, commit, failed, write_config,
-# start_idalloc, measure, resp_measure, resp_cmd, free_port, cpu_ticks, jnum,
-# say, die, med, sum, int, lat and ratio. Without PERF_OLD it does nothing.
+# start_idalloc, measure, client_measure, resp_measure, resp_cmd, free_port,
+# cpu_ticks, jnum, say, die, med, sum, int, lat and ratio. Without PERF_OLD
+# it does nothing.
 #
 #   PERF_OLD=30f3676 scripts/perf.sh
 #
@@ -22,18 +23,17 @@ OLD=${PERF_OLD:-}
 # minute more per round with the default durations.
 [[ -z $OLD ]] || LIFETIME=$((LIFETIME + 60 * ROUNDS))
 
-# old_build: the old binary and cmd/clientload, into tmp.
+# old_build: the old binary, into tmp.
 old_build() {
 	[[ -n $OLD ]] || return 0
 	[[ -z ${IDALLOC_PERF_DSN:-} ]] || die "PERF_OLD measures on SQLite only: unset IDALLOC_PERF_DSN"
 	old_rev=$(git rev-parse --verify --quiet "$OLD^{commit}") || die "PERF_OLD=$OLD is not a revision of this repository"
 	old_label=$(git rev-parse --short "$old_rev")
-	say "building idalloc $old_label (PERF_OLD) and cmd/clientload"
+	say "building idalloc $old_label (PERF_OLD)"
 	mkdir "$tmp/old-src"
 	git archive "$old_rev" | tar -x -C "$tmp/old-src" || die "git archive $old_label failed"
 	(cd "$tmp/old-src" && go build -o "$tmp/idalloc-old" .) || die "go build of idalloc $old_label failed"
 	rm -rf "$tmp/old-src"
-	go build -o "$tmp/clientload" ./cmd/clientload
 }
 
 # old_start: the old idalloc, configured as perf.sh's default instance.
@@ -56,27 +56,6 @@ old_start() {
 			die "idalloc $old_label does not answer PING on resp_addr 127.0.0.1:$old_resp_port"
 	fi
 	say "idalloc $old_label (PERF_OLD) on $old_addr${old_resp_port:+, resp_addr 127.0.0.1:$old_resp_port}"
-}
-
-# client_measure NAME PID ADDR ROUND: one clientload run, one line appended
-# to NAME.tsv: IDs/s server-CPU-µs-per-1000-IDs ids-checked dups order.
-client_measure() {
-	local name=$1 pid=$2 addr=$3 round=$4
-	local js="$tmp/$name.$round.json" c0 c1 rc=0
-	c0=$(cpu_ticks "$pid")
-	"${load_pin[@]}" "$tmp/clientload" -url "http://$addr" -tag test_business -d "$DUR" -warmup "$WARM" \
-		-q -json "$js" 2>>"$tmp/clientload.err" || rc=$?
-	c1=$(cpu_ticks "$pid")
-	[[ -s $js ]] || die "clientload $name failed (exit $rc): $(tail -3 "$tmp/clientload.err")"
-	if ((rc != 0)); then
-		failed=1
-		say "$name round $round: checks FAILED, see $js"
-	fi
-	awk -v c0="$c0" -v c1="$c1" -v clk="$clk" -v total="$(jnum "$js" total_ids)" -v ips="$(jnum "$js" ids_per_s)" \
-		-v chk="$(jnum "$js" ids_checked)" -v dups="$(jnum "$js" duplicates)" -v ord="$(jnum "$js" order_violations)" \
-		'BEGIN { us = total > 0 ? (c1 - c0) / clk * 1e6 / total * 1000 : 0
-		         print ips, us, chk, dups, ord }' >>"$tmp/$name.tsv"
-	say "$(printf '%-9s round %s: %10.0f IDs/s' "$name" "$round" "$(jnum "$js" ids_per_s)")"
 }
 
 # old_one SIDE ROW ROUND: one measurement of ROW (alloc, resp or client)
@@ -145,7 +124,7 @@ Old against new (\`PERF_OLD=$OLD\`): idalloc $old_label, built from \`git archiv
 instance above), the same config and a SQLite file each, measured back to back in each of the $ROUNDS rounds
 (which goes first alternates from row to row and round to round) by the same load tools, built from this tree; medians.
 The client row is \`cmd/clientload\`: $procs goroutine(s) (GOMAXPROCS, pinned as idload is) call \`client.Next\` on one
-\`client.Client\` (default MaxBatch) for $DUR after $WARM warm-up while it refills from the server in the background;
+\`client.Client\` (default MaxRange and MaxBatch) for $DUR after $WARM warm-up while it refills from the server in the background;
 it measures what one server feeds one tag of one client, every ID checked. Ratios: new ÷ old
 (req/s and IDs/s: higher is better; the rest: lower is better).
 

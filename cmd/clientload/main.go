@@ -8,7 +8,7 @@
 // several URLs order violations are reported, not failed).
 //
 //	clientload -url http://127.0.0.1:8880 -tag test_business -d 10s
-//	clientload -g 4 -max-batch 10000 -json result.json -q
+//	clientload -g 4 -max-range 100000 -json result.json -q
 //
 // The figure is the client and the server together: how fast one tag of
 // one client is fed, not Next's own cost (client's BenchmarkNext is that).
@@ -50,6 +50,7 @@ type report struct {
 	Goroutines      int      `json:"goroutines"`
 	GOMAXPROCS      int      `json:"gomaxprocs"`
 	MaxBatch        int      `json:"max_batch"`
+	MaxRange        int      `json:"max_range"`
 	GoVersion       string   `json:"go_version"`
 	WarmupS         float64  `json:"warmup_s"`
 	ElapsedS        float64  `json:"elapsed_s"`
@@ -70,14 +71,15 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	g := fs.Int("g", runtime.GOMAXPROCS(0), "goroutines calling Next")
 	d := fs.Duration("d", 10*time.Second, "measured duration")
 	warmup := fs.Duration("warmup", 0, "warm-up before the measured phase (IDs checked, not counted)")
-	maxBatch := fs.Int("max-batch", 0, "client.Config.MaxBatch (0: the client's default, the server's default max_batch)")
+	maxBatch := fs.Int("max-batch", 0, "client.Config.MaxBatch, for tags fetched as lists (0: the client's default, the server's default max_batch)")
+	maxRange := fs.Int("max-range", 0, "client.Config.MaxRange, for tags fetched as ranges (0: the client's default, the server's default max_range)")
 	allowRemote := fs.Bool("allow-remote", false, "allow non-loopback base URLs")
 	jsonOut := fs.String("json", "", `write the JSON report to this file ("-": stdout)`)
 	quiet := fs.Bool("q", false, "no summary line")
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
-	cfg := client.Config{MaxBatch: *maxBatch}
+	cfg := client.Config{MaxBatch: *maxBatch, MaxRange: *maxRange}
 	for u := range strings.SplitSeq(*urls, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			cfg.URLs = append(cfg.URLs, u)
@@ -227,11 +229,14 @@ func run(ctx context.Context, cfg client.Config, tag string, g int, warmup, d ti
 	}
 	rep := &report{
 		URLs: cfg.URLs, Tag: tag, Goroutines: g, GOMAXPROCS: runtime.GOMAXPROCS(0),
-		MaxBatch: cfg.MaxBatch, GoVersion: runtime.Version(), WarmupS: warmup.Seconds(),
+		MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, GoVersion: runtime.Version(), WarmupS: warmup.Seconds(),
 		ElapsedS: t1.Sub(t0).Seconds(), IDs: n1 - n0,
 	}
 	if rep.MaxBatch == 0 {
 		rep.MaxBatch = client.DefaultMaxBatch
+	}
+	if rep.MaxRange == 0 {
+		rep.MaxRange = client.DefaultMaxRange
 	}
 	rep.IDsPerS = float64(rep.IDs) / rep.ElapsedS
 	sets := []*idSet{{}}

@@ -1,6 +1,7 @@
 // Command segment prints segment IDs from the Go client's local buffer:
-// the client fetches them from idalloc in batches (GET /alloc?count=N) in
-// the background, so most calls never touch the network.
+// the client fetches them from idalloc as ranges (GET
+// /alloc?count=N&as=ranges: [first,last] pairs) in the background, so
+// most calls never touch the network.
 //
 // Start idalloc at the repository root (go run .), then:
 //
