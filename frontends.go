@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/resp"
@@ -16,9 +17,12 @@ import (
 )
 
 // parts are what run built for the front ends to serve. keeper and source
-// are nil when snowflake mode is off.
+// are nil when snowflake mode is off; guard is nil when the tokens could
+// not be loaded and alloc_auth is off (startGuard).
 type parts struct {
 	alloc   *segment.Allocator
+	guard   *access.Guard
+	admin   *access.Admin
 	store   dataStore
 	leases  *workerlease.Service
 	keeper  *workerlease.Keeper
@@ -34,13 +38,16 @@ type parts struct {
 // is one more address in run and one more entry here. The HTTP server is
 // also returned for its Close, which stops its store health checker.
 func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend.Front, *server.Server, error) {
-	deps := server.Deps{Segments: p.alloc, Store: p.store, Leases: p.leases}
-	respDeps := resp.Deps{Segments: p.alloc}
+	deps := server.Deps{Segments: p.alloc, Store: p.store, Leases: p.leases, Tokens: p.admin}
+	respDeps := resp.Deps{Segments: p.alloc, Audit: p.admin}
+	if p.guard != nil { // not a nil *Guard in an interface
+		deps.Guard, respDeps.Guard = p.guard, p.guard
+	}
 	if p.keeper != nil {
 		deps.Snowflake, deps.OwnLease, respDeps.Snowflake = p.source, p.keeper, p.source
 	}
 	srv, err := server.New(server.Config{
-		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, MaxConns: cfg.MaxConns,
+		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, MaxConns: cfg.MaxConns,
 		Logger: p.log, Metrics: p.metrics, Gatherer: p.reg,
 	}, deps)
 	if err != nil {
@@ -65,7 +72,7 @@ func newRESP(cfg config.Settings, deps resp.Deps, p parts) (*resp.Server, error)
 		return nil, err
 	}
 	return resp.New(resp.Config{
-		AdminToken: cfg.AdminToken, MaxBatch: cfg.MaxBatch,
+		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch,
 		MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.Durations.RespIdleTimeout,
 		MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
 		Version: readBuildStamp().Version, Logger: p.log, Metrics: m,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
@@ -19,6 +20,7 @@ import (
 type dataStore interface {
 	segment.Store
 	workerlease.Store
+	access.Store
 	leased.LayoutRecorder
 	ObserveConflicts(func(op string))
 	Close() error
@@ -90,6 +92,15 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	if err != nil {
 		return p, closeAll, fmt.Errorf("load tags: %w", err)
 	}
+	if p.guard, err = startGuard(ctx, cfg, st, log); err != nil {
+		return p, closeAll, err
+	}
+	if p.guard != nil {
+		closers = append(closers, func() { _ = p.guard.Close() })
+	}
+	if p.admin, err = access.NewAdmin(st, segment.ValidTag, p.guard); err != nil {
+		return p, closeAll, err
+	}
 	ls, closeLeaseStore, err := openLeaseStore(st, cfg.Lease)
 	if err != nil {
 		return p, closeAll, err
@@ -99,6 +110,27 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	p.layouts = ls.layout
 	p.leases, p.keeper, p.source, err = snowflakeParts(ls, cfg, log, p.metrics)
 	return p, closeAll, err
+}
+
+// startGuard builds the per-tag token guard (API.md §12), reloading the
+// tokens every segment.tag_refresh. With alloc_auth on, a guard that
+// cannot load the tokens stops the start (a database without
+// alloc_tokens names -init-schema). With it off the guard only lets RESP's
+// AUTH take a tag token ahead of alloc_auth being turned on, so a failure
+// is a warning and no guard: AUTH then takes admin_token alone.
+func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *slog.Logger) (*access.Guard, error) {
+	g, err := access.NewGuard(ctx, st, access.Config{Refresh: cfg.Durations.TagRefresh, Logger: log})
+	switch {
+	case err == nil:
+		if cfg.AllocAuth {
+			log.Info("alloc_auth on: ID calls need a per-tag token allowed for their app_tag")
+		}
+		return g, nil
+	case cfg.AllocAuth:
+		return nil, fmt.Errorf("%s: alloc_auth is on and the tokens cannot be loaded: %w", cfg.Origin("alloc_auth"), err)
+	}
+	log.Warn("per-tag tokens unavailable (alloc_auth is off): AUTH over RESP takes admin_token only", "err", err)
+	return nil, nil
 }
 
 // gateSnowflake starts the keeper once the cluster's snowflake layout has

@@ -64,7 +64,8 @@ type Client struct {
 	insts      []*instance
 	hc         *http.Client
 	own        *http.Transport // the transport New made, closed by Close
-	token      string
+	token      string          // the admin token, for lease calls
+	tagToken   string          // the per-tag token, for ID calls
 	cluster    string
 	maxBatch   countCap      // of lists
 	maxRange   countCap      // of ranges

@@ -44,6 +44,13 @@ type Config struct {
 	// admin_token set. "" sends none: a server without admin_token serves
 	// them to loopback clients. Segment and snowflake calls never send it.
 	AdminToken string
+	// Token is a per-tag access token (API.md §12), sent as
+	// "Authorization: Bearer <Token>" on every ID call (/alloc,
+	// /snowflake), which a server with alloc_auth on requires: without
+	// it, or with one not allowed a tag, those calls fail with
+	// ErrUnauthorized or ErrForbidden. "" sends none. Lease calls send
+	// AdminToken instead.
+	Token string
 	// Cluster is the worker-ID cluster of lease calls. "" means the server's
 	// default (its snowflake.cluster).
 	Cluster string
@@ -149,6 +156,7 @@ func New(cfg Config) (*Client, error) {
 		insts:      insts,
 		hc:         cfg.HTTPClient,
 		token:      cfg.AdminToken,
+		tagToken:   cfg.Token,
 		cluster:    cfg.Cluster,
 		maxAge:     cfg.SnowflakeMaxAge,
 		datedAge:   cfg.DatedMaxAge,

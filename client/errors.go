@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -29,8 +30,9 @@ var (
 	// its own; the message names the parameter.
 	ErrBadRequest = errors.New("bad request")
 	// ErrUnauthorized: resp_code 7, a lease call without the right admin
-	// token (Config.AdminToken).
-	ErrUnauthorized = errors.New("missing or wrong admin token")
+	// token (Config.AdminToken), or an ID call without a valid per-tag
+	// token (Config.Token) on a server with alloc_auth on.
+	ErrUnauthorized = errors.New("missing or wrong token")
 	// ErrInternal: resp_code 8, logged by the server with the request ID the
 	// message carries. Another instance is tried first.
 	ErrInternal = errors.New("idalloc internal error")
@@ -54,6 +56,10 @@ var (
 	// a dated tag's current period has no number left (API.md §11); the
 	// *Error's RetryAfter says when the next one begins.
 	ErrPeriodExhausted error = dated.ErrPeriodExhausted
+	// ErrForbidden: resp_code 7 of kind forbidden, an ID call whose
+	// Config.Token is not allowed the tag (API.md §12). It is also
+	// ErrUnauthorized.
+	ErrForbidden error = access.ErrForbidden
 	// ErrTextOnly: Next or NextN on a tag whose IDs are text (a dated tag
 	// with a prefix or a separator); NextText and NextTextN serve them. No
 	// ID is used up by the refusal.
@@ -158,6 +164,8 @@ func refine(a answerError) error {
 		return ErrNotAssigned
 	case errs.PeriodExhausted:
 		return ErrPeriodExhausted
+	case errs.Forbidden:
+		return forbidden
 	case errs.BadRequest:
 		switch a.field {
 		case "worker_id":
@@ -173,6 +181,10 @@ func refine(a answerError) error {
 	}
 	return ErrInternal // a code this client does not know
 }
+
+// forbidden is ErrForbidden that is also ErrUnauthorized, resp_code 7's
+// sentinel: a caller that tells only "not allowed" apart still does.
+var forbidden = errors.Join(ErrForbidden, ErrUnauthorized)
 
 // retryElsewhere reports whether an answer is the instance's own trouble, so
 // that another instance may serve the same request: unavailable (draining,

@@ -48,7 +48,7 @@ type request struct {
 	method string
 	path   string // with its query
 	body   []byte // JSON, for POST
-	admin  bool   // send the admin token
+	admin  bool   // send the admin token, not the per-tag token
 	// elsewhere lists resp_codes, beyond retryElsewhere's, that mean this
 	// instance cannot serve the call but another may (snowflake's 5).
 	elsewhere int
@@ -161,8 +161,11 @@ func (c *Client) send(ctx context.Context, in *instance, r request) (answer, err
 	if r.body != nil {
 		req.Header["Content-Type"] = jsonCT
 	}
-	if r.admin && c.token != "" {
+	switch {
+	case r.admin && c.token != "":
 		req.Header["Authorization"] = []string{"Bearer " + c.token}
+	case !r.admin && c.tagToken != "":
+		req.Header["Authorization"] = []string{"Bearer " + c.tagToken}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -29,7 +29,12 @@ type Config struct {
 	Driver     string `json:"driver"`
 	DSN        string `json:"dsn"`
 	AdminToken string `json:"admin_token"`
-	MaxBatch   int    `json:"max_batch"`
+	// AllocAuth makes every ID call, on every front end, need a per-tag
+	// access token allowed for its tag (API.md §12); false (the default)
+	// serves them to anyone. There is no environment override: the
+	// IDALLOC_* variables set text keys only.
+	AllocAuth bool `json:"alloc_auth"`
+	MaxBatch  int  `json:"max_batch"`
 	// MaxRange is the largest count of /alloc?as=ranges (API.md §12).
 	MaxRange int `json:"max_range"`
 	// MaxConns caps the open HTTP connections; at the cap a new one

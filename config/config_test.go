@@ -89,6 +89,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"snowflake":{"epoch":"2999-01-01T00:00:00Z"}}`, `"snowflake.epoch"`},
 		{`{"snowflake":{"epoch":"1950-01-01T00:00:00Z"}}`, `"snowflake.epoch"`},
 		{`{"snowflake":{"random_sequence_start":"yes"}}`, `"snowflake.random_sequence_start"`},
+		{`{"alloc_auth":"yes"}`, `"alloc_auth"`},
+		{`{"alloc_auth":1}`, `"alloc_auth"`},
 		{`{"dated":{"max_clock_skew":"soon"}}`, `"dated.max_clock_skew"`},
 		{`{"dated":{"max_clock_skew":"0s"}}`, `"dated.max_clock_skew"`}, // 0 would read as the default
 		{`{"dated":{"max_clock_skew":"99ms"}}`, `"dated.max_clock_skew"`},
@@ -116,7 +118,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)
@@ -144,6 +146,17 @@ func TestEnvironmentOverrides(t *testing.T) {
 		got.AdminToken != "s3cret" || got.Durations.ShutdownDrain != time.Second ||
 		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
+	}
+}
+
+// TestAllocAuth: alloc_auth is off unless the file turns it on (API.md
+// §12).
+func TestAllocAuth(t *testing.T) {
+	for body, want := range map[string]bool{`{}`: false, `{"alloc_auth":false}`: false, `{"alloc_auth":true}`: true} {
+		s, err := Load(writeConfig(t, body), true, noEnv)
+		if err != nil || s.AllocAuth != want {
+			t.Errorf("config %s: alloc_auth %v (%v), want %v", body, s.AllocAuth, err, want)
+		}
 	}
 }
 

@@ -1,12 +1,15 @@
 package resp
 
 import (
+	"context"
 	"crypto/subtle"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/redcon"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
 )
@@ -34,8 +37,9 @@ func (s *Server) authorize(ses *session) error {
 }
 
 // auth serves AUTH [user] token: admin rights on this connection when
-// token is admin_token (Redis's requirepass habit). The user name, which
-// Redis 6 clients send as "default", is not checked.
+// token is admin_token (Redis's requirepass habit), or the right to take
+// IDs of a per-tag token's tags when it is one (API.md §12). The user
+// name, which Redis 6 clients send as "default", is not checked.
 func (s *Server) auth(c redcon.Conn, ses *session, args [][]byte) error {
 	var token []byte
 	switch len(args) {
@@ -53,17 +57,53 @@ func (s *Server) auth(c redcon.Conn, ses *session, args [][]byte) error {
 	return nil
 }
 
-// checkToken grants ses admin rights when token is the admin token. The
-// compare is constant-time; it leaks only the length.
+// checkToken grants ses admin rights when token is the admin token
+// (compared in constant time, which leaks only the length), or keeps it
+// as the connection's per-tag token when the guard knows it: its tags are
+// checked at each ID command. A token that is neither is refused with
+// errWrongToken, one answer for both, so that a client cannot tell a
+// wrong admin token from a wrong tag token; a failed AUTH leaves what an
+// earlier one granted, as Redis does.
 func (s *Server) checkToken(ses *session, token []byte) error {
-	if s.admin == "" {
+	if s.admin != "" && subtle.ConstantTimeCompare(token, s.adminBytes) == 1 {
+		ses.admin = true
+		return nil
+	}
+	switch {
+	case s.guard != nil:
+		if s.guard.AllowAny(string(token)) != nil {
+			return errWrongToken
+		}
+		ses.token = string(token)
+		return nil
+	case s.admin == "":
 		return errNoToken
 	}
-	if subtle.ConstantTimeCompare(token, s.adminBytes) != 1 {
-		return errWrongToken
+	return errWrongToken
+}
+
+// allowTag is nil when ses may take IDs of tag ("" for SNOWFLAKE, which
+// names none: any valid token), else the guard's refusal: with alloc_auth
+// on, the token AUTH gave must be allowed tag now. Every ID command calls
+// it before anything is taken, so a refused command costs no ID.
+func (s *Server) allowTag(ses *session, tag string) error {
+	if !s.allocAuth {
+		return nil
 	}
-	ses.admin = true
-	return nil
+	if tag == "" {
+		return s.guard.AllowAny(ses.token)
+	}
+	return s.guard.Allow(ses.token, tag)
+}
+
+// caller is who made an admin change on ses, for the audit log: how it
+// was let in (AUTH with the admin token, or a loopback connection without
+// one) and its address.
+func (ses *session) caller() string {
+	if ses.admin {
+		return "admin-token " + ses.remote
+	}
+	return "loopback " + ses.remote
 }
 
 // hset serves HSET tag field value [field value …]: creates the tag
@@ -86,8 +126,61 @@ func (s *Server) hset(c redcon.Conn, ses *session, args [][]byte) error {
 	}
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
 		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec, "via", "resp", "remote", ses.remote)
+	s.record(ses, t)
 	c.WriteInt(len(args[2:]) / 2)
 	return nil
+}
+
+// auditTimeout bounds the write of an audit entry.
+const auditTimeout = 5 * time.Second
+
+// createdTag is a tag as HSET created it, for its audit entry: the fields
+// POST /tags answers with, so that the log reads alike whichever front
+// end made a tag. A scrambled tag's key is not among them.
+type createdTag struct {
+	AppTag      string `json:"app_tag"`
+	Step        int64  `json:"step"`
+	Start       int64  `json:"start"`
+	Description string `json:"description"`
+	Format      string `json:"format"`
+	Length      int    `json:"length"`
+	*datedSettings
+}
+
+// datedSettings are a dated tag's settings as POST /tags answers them; a
+// nil one, for another format, adds no field.
+type datedSettings struct {
+	Period    string `json:"period"`
+	TimeZone  string `json:"time_zone"`
+	Prefix    string `json:"prefix"`
+	Separator string `json:"separator"`
+}
+
+// datedSettingsOf is t's settings, nil for a tag of another format (or
+// one whose settings cannot be read).
+func datedSettingsOf(t segment.Tag) *datedSettings {
+	if t.Format != segment.FormatDated {
+		return nil
+	}
+	st, err := dated.ParseSpec(t.FormatSpec)
+	if err != nil {
+		return nil
+	}
+	return &datedSettings{string(st.Period), st.TimeZone, st.Prefix, st.Separator}
+}
+
+// record writes the creation of t through ses to the audit log. The tag
+// is created already, so a failure to record it is logged, not answered.
+func (s *Server) record(ses *session, t segment.Tag) {
+	if s.audit == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), auditTimeout)
+	defer cancel()
+	c := createdTag{t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, datedSettingsOf(t)}
+	if err := s.audit.Record(ctx, ses.caller(), access.ActionTagCreate, t.AppTag, c); err != nil {
+		s.log.Error("resp: audit entry not written", "err", err, "action", string(access.ActionTagCreate), "app_tag", t.AppTag)
+	}
 }
 
 // The fields HSET takes; a bit each, to refuse one given twice.

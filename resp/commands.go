@@ -17,9 +17,13 @@ type session struct {
 	id       int64
 	remote   string
 	loopback bool // the peer is 127.0.0.0/8 or ::1
-	admin    bool // AUTH succeeded
-	closing  bool // answered its last command: ignore the rest of the batch
-	name     string
+	admin    bool // AUTH succeeded with the admin token
+	// token is the per-tag token AUTH was sent, which the guard checks
+	// at each ID command (a revoked one is refused from the guard's next
+	// reload on); "" when none was.
+	token   string
+	closing bool // answered its last command: ignore the rest of the batch
+	name    string
 	// lastTag is the tag of the last command, so a connection asking for
 	// the same tag again and again converts its bytes to a string once.
 	lastTag string
@@ -229,6 +233,9 @@ func (s *Server) get(c redcon.Conn, ses *session, args [][]byte) error {
 		return arity(cmdGet, args)
 	}
 	tag := ses.tag(args[1])
+	if err := s.allowTag(ses, tag); err != nil {
+		return err
+	}
 	id, err := s.seg.Next(s.ctx, tag)
 	if err != nil {
 		return s.getText(c, ses, tag, err)
@@ -242,7 +249,11 @@ func (s *Server) incr(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) != 2 {
 		return arity(cmdIncr, args)
 	}
-	id, err := s.seg.Next(s.ctx, ses.tag(args[1]))
+	tag := ses.tag(args[1])
+	if err := s.allowTag(ses, tag); err != nil {
+		return err
+	}
+	id, err := s.seg.Next(s.ctx, tag)
 	if err != nil {
 		return incrError(err)
 	}
@@ -271,6 +282,13 @@ func (s *Server) mget(c redcon.Conn, ses *session, args [][]byte) error {
 		return arity(cmdMget, args)
 	}
 	tags := args[1:]
+	// Every tag allowed first: a refused token learns nothing of which
+	// tags exist.
+	for _, t := range tags {
+		if err := s.allowTag(ses, ses.tag(t)); err != nil {
+			return err
+		}
+	}
 	for _, t := range tags {
 		if _, err := s.seg.Buffered(ses.tag(t)); err != nil {
 			return err
@@ -286,6 +304,9 @@ func (s *Server) mget(c redcon.Conn, ses *session, args [][]byte) error {
 func (s *Server) ids(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) != 3 {
 		return arity(cmdIDs, args)
+	}
+	if err := s.allowTag(ses, ses.tag(args[1])); err != nil {
+		return err
 	}
 	n, err := s.readCount(args[2])
 	if err != nil {
@@ -304,6 +325,9 @@ func (s *Server) ids(c redcon.Conn, ses *session, args [][]byte) error {
 func (s *Server) snowflake(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) > 2 {
 		return arity(cmdSnowflake, args)
+	}
+	if err := s.allowTag(ses, ""); err != nil { // snowflake IDs name no tag
+		return err
 	}
 	if s.flake == nil {
 		return snowflake.ErrDisabled

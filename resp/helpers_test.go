@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
@@ -31,6 +32,9 @@ type instance struct {
 	alloc *segment.Allocator
 	srv   *Server
 	reg   *prometheus.Registry
+	// admin makes and revokes the per-tag tokens the front end's guard
+	// checks, when options.tokens asked for them.
+	admin *access.Admin
 	// stop starts the drain (as SIGTERM does); served then reports Serve's
 	// return.
 	stop   context.CancelFunc
@@ -43,6 +47,10 @@ type options struct {
 	cfg     Config
 	drain   time.Duration
 	noFlake bool
+	// tokens gives the front end a guard on the store's tokens and an
+	// audit log, as main does: cfg.AllocAuth says whether ID commands
+	// need a token.
+	tokens bool
 	// listen wraps the listener Serve is given, to observe connections.
 	listen func(net.Listener) net.Listener
 }
@@ -72,6 +80,17 @@ func start(tb testing.TB, o options) *instance {
 	if !o.noFlake {
 		keeper, source = startLease(tb, st)
 		deps.Snowflake = source
+	}
+	if o.tokens {
+		guard, err := access.NewGuard(ctx, st, access.Config{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = guard.Close() })
+		if in.admin, err = access.NewAdmin(st, segment.ValidTag, guard); err != nil {
+			tb.Fatal(err)
+		}
+		deps.Guard, deps.Audit = guard, in.admin
 	}
 	if in.srv, err = New(cfg, deps); err != nil {
 		tb.Fatal(err)

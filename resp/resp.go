@@ -4,7 +4,8 @@
 // with HSET and reads a tag's figures with INFO, on the same allocator,
 // snowflake source, formats, admin rules and guarantees as the HTTP API;
 // number-dispenser's users list tags with KEYS and read a tag's settings
-// with HGETALL (keys.go).
+// with HGETALL (keys.go). AUTH takes the admin token or a per-tag token
+// (API.md §12), which, with alloc_auth on, every ID command needs.
 //
 // Like package server it is an adapter: it parses its wire format, calls
 // the domain packages, which own the rules and the words, and maps their
@@ -45,6 +46,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/redcon"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -93,11 +95,32 @@ type Snowflakes interface {
 	NextN(dst []int64) error
 }
 
+// Guard is what the front end needs of access.Guard: whether a token may
+// take IDs of a tag (Allow), or of SNOWFLAKE, which names none, and
+// whether AUTH was sent a token at all (AllowAny), answered from memory
+// with access's refusals (kinds unauthorized and forbidden).
+type Guard interface {
+	Allow(token, tag string) error
+	AllowAny(token string) error
+}
+
+// Auditor is what the front end needs of access.Admin: the audit log of
+// the admin changes made here (HSET's tags).
+type Auditor interface {
+	Record(ctx context.Context, caller string, action access.Action, subject string, detail any) error
+}
+
 // Deps are the front end's collaborators. Segments is required.
 type Deps struct {
 	Segments Segments
 	// Snowflake serves SNOWFLAKE; nil answers it with an error.
 	Snowflake Snowflakes
+	// Guard knows the per-tag tokens: AUTH takes one, and with
+	// Config.AllocAuth on (which requires a Guard) every ID command needs
+	// one allowed its tag. nil: AUTH takes the admin token only.
+	Guard Guard
+	// Audit records the tags HSET creates; nil records nothing.
+	Audit Auditor
 }
 
 // Config tunes a Server. Zero values mean the documented defaults.
@@ -106,6 +129,11 @@ type Config struct {
 	// AUTH with it. Empty means they are served to loopback connections
 	// only.
 	AdminToken string
+	// AllocAuth makes GET, INCR, MGET, IDS and SNOWFLAKE need a per-tag
+	// token, sent by AUTH, that Deps.Guard allows the tag (API.md §12),
+	// checked at every command, so that a revocation holds within the
+	// guard's refresh on connections already open.
+	AllocAuth bool
 	// MaxBatch is the largest count of IDS and SNOWFLAKE; 0 means
 	// segment.DefaultMaxBatch.
 	MaxBatch int
@@ -140,11 +168,15 @@ type Config struct {
 // (redcon's accept loop and one per connection), and Serve returns once
 // they have all ended.
 type Server struct {
-	seg     Segments
-	flake   Snowflakes
-	metrics *Metrics
-	log     *slog.Logger
-	admin   string
+	seg   Segments
+	flake Snowflakes
+	guard Guard
+	audit Auditor
+	// allocAuth: ID commands need a token the guard allows (allowTag).
+	allocAuth bool
+	metrics   *Metrics
+	log       *slog.Logger
+	admin     string
 	// adminBytes is admin, for AUTH's constant-time compare.
 	adminBytes []byte
 	count      segment.CountLimit // of IDS and SNOWFLAKE
@@ -167,18 +199,22 @@ type Server struct {
 	nextID int64     // connection IDs, under cutMu
 }
 
-// New checks cfg and deps. Errors: a nil Segments, a negative MaxBatch,
+// New checks cfg and deps. Errors: a nil Segments, AllocAuth without a
+// Guard, a negative MaxBatch,
 // MaxConns, IdleTimeout, MaxPending or MaxPendingTotal, a MaxPendingTotal
 // below MaxPending (defaults included).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil {
 		return nil, errors.New("resp: Deps.Segments is required")
 	}
+	if cfg.AllocAuth && deps.Guard == nil {
+		return nil, errors.New("resp: Config.AllocAuth needs Deps.Guard")
+	}
 	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0 || cfg.MaxPendingTotal < 0 {
 		return nil, errors.New("resp: MaxBatch, MaxConns, IdleTimeout, MaxPending and MaxPendingTotal must not be negative")
 	}
 	s := &Server{
-		seg: deps.Segments, flake: deps.Snowflake,
+		seg: deps.Segments, flake: deps.Snowflake, guard: deps.Guard, audit: deps.Audit, allocAuth: cfg.AllocAuth,
 		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
 		count:           segment.NewCountLimit(cfg.MaxBatch),
 		maxConns:        orDefault(cfg.MaxConns, frontend.DefaultMaxConns),

@@ -96,6 +96,7 @@ var ownErrors = []struct {
 	{errCrossOrigin, own(errs.Unauthorized, "admin call refused: cross-origin request (its Origin header names another site); make admin calls from curl or a server-side client, not from a web page")},
 	{errCrossSite, own(errs.Unauthorized, "admin call refused: cross-site request (Sec-Fetch-Site); make admin calls from curl or a server-side client, not from a web page")},
 	{errNoLeases, own(errs.NoWorkerID, "worker-ID leases are not enabled on this instance")},
+	{errNoTokens, own(errs.UnknownRoute, "per-tag tokens and the audit log are not served by this instance")},
 }
 
 // own is the answer of kind in msg's words.

@@ -204,3 +204,16 @@ func (o object) string(field string) (v string, present bool, err error) {
 	}
 	return v, true, nil
 }
+
+// strings reads an array-of-strings field; present is false when it is
+// absent or null.
+func (o object) strings(field string) (v []string, present bool, err error) {
+	raw, ok := o[field]
+	if !ok || string(raw) == "null" {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, true, badParam(field, "want an array of strings")
+	}
+	return v, true, nil
+}

@@ -43,6 +43,13 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/workerid", s.admin(s.handleAcquire)},
 		{http.MethodPost, "/workerid/renew", s.admin(s.handleRenew)},
 		{http.MethodPost, "/workerid/release", s.admin(s.handleRelease)},
+		// Per-tag tokens and the audit log (API.md §12): admin calls,
+		// whether alloc_auth is on or not, so that tokens can be made
+		// before it is turned on.
+		{http.MethodGet, "/tokens", s.admin(s.handleListTokens)},
+		{http.MethodPost, "/tokens", s.admin(s.handleCreateToken)},
+		{http.MethodDelete, "/tokens/{name}", s.admin(s.handleRevokeToken)},
+		{http.MethodGet, "/audit", s.admin(s.handleAudit)},
 	} {
 		mux.Method(rt.method, rt.pattern, s.wrap(rt.pattern, rt.h))
 	}
@@ -86,7 +93,7 @@ func hotPaths(router http.Handler, alloc, snowflake http.HandlerFunc) http.Handl
 // allowed lists the methods mux serves on path, for a 405's Allow header.
 func allowed(mux *chi.Mux, path string) string {
 	var ms []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch} {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPatch, http.MethodDelete} {
 		if mux.Match(chi.NewRouteContext(), m, path) {
 			ms = append(ms, m)
 		}

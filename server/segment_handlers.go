@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
 )
@@ -29,6 +30,9 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	raw := r.URL.RawQuery
 	tag, err := tagParam(raw)
 	if err != nil {
+		return s.fail(w, r, err)
+	}
+	if err := s.allowTag(r, tag); err != nil {
 		return s.fail(w, r, err)
 	}
 	switch ranges, err := asRanges(raw); {
@@ -161,16 +165,24 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 	}
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
 		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec)
+	c := createdTag{t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, s.datedSettingsOf(t)}
+	s.record(r, access.ActionTagCreate, t.AppTag, c)
 	return s.sendJSON(w, r, http.StatusCreated, struct {
 		envelope
-		AppTag      string `json:"app_tag"`
-		Step        int64  `json:"step"`
-		Start       int64  `json:"start"`
-		Description string `json:"description"`
-		Format      string `json:"format"`
-		Length      int    `json:"length"`
-		*datedSettings
-	}{success, t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, s.datedSettingsOf(t)})
+		createdTag
+	}{success, c})
+}
+
+// createdTag is a tag as POST /tags created it: its answer, and its audit
+// entry's detail. A scrambled tag's key is not among its fields.
+type createdTag struct {
+	AppTag      string `json:"app_tag"`
+	Step        int64  `json:"step"`
+	Start       int64  `json:"start"`
+	Description string `json:"description"`
+	Format      string `json:"format"`
+	Length      int    `json:"length"`
+	*datedSettings
 }
 
 // readTag reads POST /tags' body: app_tag is required, and step too but

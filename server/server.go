@@ -1,8 +1,9 @@
 // Package server is idalloc's HTTP API: segment IDs (/alloc), snowflake IDs
 // (/snowflake), worker-ID leases (/workerid), tag administration (/tags),
-// load-balancer health (/health), Prometheus metrics (/metrics) and a
-// monitor page (/, polling /status), exactly as the contract in API.md
-// describes them.
+// per-tag access tokens (/tokens) and the audit log (/audit), load-balancer
+// health (/health), Prometheus metrics (/metrics) and a monitor page (/,
+// polling /status), exactly as the contract in API.md describes them. With
+// alloc_auth on, the ID routes take a per-tag token (allowtag.go).
 //
 // Every response is a JSON envelope {"resp_code":N,"msg":"...",...}. The
 // server is an adapter: it parses its wire format (query parameters, JSON
@@ -116,6 +117,13 @@ type Deps struct {
 	// OwnLease is this instance's own worker lease, for GET /workerid and the
 	// lease metrics; nil answers GET /workerid with resp_code 5.
 	OwnLease OwnLease
+	// Guard checks the ID calls' tokens when Config.AllocAuth is on, and
+	// is required then; it is not used otherwise.
+	Guard Guard
+	// Tokens serves /tokens and /audit and records the admin changes made
+	// here in the audit log; nil answers those routes as unknown and
+	// records nothing.
+	Tokens Tokens
 }
 
 // Config tunes a Server. Zero values mean the documented defaults.
@@ -127,6 +135,9 @@ type Config struct {
 	// marks as coming from another origin (Origin, Sec-Fetch-Site) is
 	// refused.
 	AdminToken string
+	// AllocAuth makes /alloc and /snowflake need a token that Deps.Guard
+	// allows (API.md §12); off, they are served to anyone.
+	AllocAuth bool
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means
 	// segment.DefaultMaxBatch.
 	MaxBatch int
@@ -155,11 +166,15 @@ type Config struct {
 // Server answers the HTTP API. It starts one goroutine, the store health
 // checker, which Close stops and waits for.
 type Server struct {
-	seg      Segments
-	store    Pinger
-	flake    Snowflakes
-	leases   Leases
-	own      OwnLease
+	seg    Segments
+	store  Pinger
+	flake  Snowflakes
+	leases Leases
+	own    OwnLease
+	// guard is Deps.Guard with alloc_auth on, nil with it off: the one
+	// check the ID routes make (allowTag).
+	guard    Guard
+	tokens   Tokens
 	metrics  *Metrics
 	gatherer prometheus.Gatherer
 	log      *slog.Logger
@@ -191,7 +206,8 @@ type Server struct {
 
 // New checks cfg and deps, pings the store once so /health is accurate from
 // the first request, and starts the health checker. Errors: a nil Segments
-// or Store, an OwnLease without Leases, a negative MaxBatch, MaxRange,
+// or Store, an OwnLease without Leases, AllocAuth without a Guard, a
+// negative MaxBatch, MaxRange,
 // HealthInterval or MaxConns, or Metrics without Gatherer (or the other
 // way round).
 func New(cfg Config, deps Deps) (*Server, error) {
@@ -200,6 +216,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if deps.OwnLease != nil && deps.Leases == nil {
 		return nil, errors.New("server: Deps.OwnLease needs Deps.Leases, for max_worker_id")
+	}
+	if cfg.AllocAuth && deps.Guard == nil {
+		return nil, errors.New("server: Config.AllocAuth needs Deps.Guard")
 	}
 	if cfg.MaxBatch < 0 || cfg.MaxRange < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 {
 		return nil, errors.New("server: MaxBatch, MaxRange, HealthInterval and MaxConns must not be negative")
@@ -210,6 +229,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		flake:          deps.Snowflake,
 		leases:         deps.Leases,
 		own:            deps.OwnLease,
+		tokens:         deps.Tokens,
 		metrics:        cfg.Metrics,
 		gatherer:       cfg.Gatherer,
 		log:            cfg.Logger,
@@ -244,6 +264,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: request ID prefix: %w", err)
 	}
 	s.ridPrefix = hex.EncodeToString(prefix[:]) + "-"
+	if cfg.AllocAuth {
+		s.guard = deps.Guard
+	}
 	s.handler = s.routes()
 
 	if s.adminToken == "" {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -39,8 +40,10 @@ func (s *Server) handleUpdateTag(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	// audit: tag.update — the caller, t.AppTag, and what c changed (step,
-	// description) with the row's values before and after.
+	s.record(r, access.ActionTagUpdate, t.AppTag, struct {
+		Step        *int64  `json:"step,omitempty"`
+		Description *string `json:"description,omitempty"`
+	}{c.Step, c.Description})
 	s.log.Info("tag updated", "app_tag", t.AppTag, "step", t.Step, "step_changed", c.Step != nil,
 		"description_changed", c.Description != nil)
 	var st segment.TagStats

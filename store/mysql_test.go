@@ -76,6 +76,8 @@ func TestSplitStatements(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS segment_periods (",
 		"CREATE TABLE IF NOT EXISTS worker_leases (",
 		"CREATE TABLE IF NOT EXISTS worker_layouts (",
+		"CREATE TABLE IF NOT EXISTS alloc_tokens (",
+		"CREATE TABLE IF NOT EXISTS audit_log (",
 	}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("schema.sql splits into %d statements, want %d: %q", len(got), len(wantPrefixes), got)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -17,12 +18,14 @@ var (
 
 // Store is what Open returns, whichever driver it names: the segment
 // store with the period counters of dated tags, the lease store, the
-// record of each cluster's snowflake layout, and what idalloc migrate and
-// advance move. Every driver of this package is one.
+// access tokens and audit log, the record of each cluster's snowflake
+// layout, and what idalloc migrate and advance move. Every driver of this
+// package is one.
 type Store interface {
 	segment.Store
 	segment.PeriodStore
 	workerlease.Store
+	access.Store
 	// CheckLayout records cluster's snowflake layout on first use and
 	// refuses another with snowflake.ErrLayoutMismatch.
 	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error

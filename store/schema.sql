@@ -86,3 +86,34 @@ CREATE TABLE IF NOT EXISTS worker_layouts (
   worker_bits INT         NOT NULL,
   PRIMARY KEY (cluster)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- Per-tag access tokens (API.md §12): token_hash is the SHA-256 of the
+-- token in hex, never the token itself, which is shown once at create;
+-- app_tags the tags it may take IDs of, comma-separated (a tag holds no
+-- comma). With alloc_auth on, every instance reloads this table every
+-- segment.tag_refresh. A database made before it lacks this table and
+-- audit_log only: -init-schema creates them, and a start without them is
+-- refused only with alloc_auth on.
+CREATE TABLE IF NOT EXISTS alloc_tokens (
+  name        VARCHAR(64) NOT NULL,
+  token_hash  CHAR(64)    NOT NULL,
+  app_tags    TEXT        NOT NULL,
+  created_at  DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (name),
+  UNIQUE KEY alloc_tokens_hash (token_hash)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The audit log (API.md §12): one row per admin change (tag.create,
+-- tag.update, token.create, token.revoke, advance), at by the database's
+-- clock, caller as the front end knew it (admin-token or loopback, and the
+-- remote address), subject the tag or token name, detail what changed as
+-- JSON, never a secret.
+CREATE TABLE IF NOT EXISTS audit_log (
+  id      BIGINT       NOT NULL AUTO_INCREMENT,
+  at      DATETIME(3)  NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  caller  VARCHAR(255) NOT NULL,
+  action  VARCHAR(32)  NOT NULL,
+  subject VARCHAR(64)  NOT NULL,
+  detail  TEXT         NOT NULL,
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

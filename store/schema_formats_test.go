@@ -150,7 +150,7 @@ func TestMySQLInitSchemaAddsFormatColumns(t *testing.T) {
 	// What each start reports: the changes, then none.
 	wantReports := [][]string{
 		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
-			"created table worker_leases", "created table worker_layouts"},
+			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log"},
 		nil,
 	}
 	for i, want := range wantReports {

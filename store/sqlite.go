@@ -59,6 +59,22 @@ CREATE TABLE IF NOT EXISTS worker_layouts (
   epoch_ms    INTEGER NOT NULL,
   worker_bits INTEGER NOT NULL
 ) STRICT;
+
+CREATE TABLE IF NOT EXISTS alloc_tokens (
+  name        TEXT    NOT NULL PRIMARY KEY,
+  token_hash  TEXT    NOT NULL UNIQUE,
+  app_tags    TEXT    NOT NULL,
+  created_at  INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE TABLE IF NOT EXISTS audit_log (
+  id      INTEGER PRIMARY KEY,
+  at      INTEGER NOT NULL DEFAULT 0,
+  caller  TEXT    NOT NULL,
+  action  TEXT    NOT NULL,
+  subject TEXT    NOT NULL,
+  detail  TEXT    NOT NULL
+) STRICT;
 `
 
 // sqliteSeed is schema.sql's seeded row. It runs after addSQLiteColumns,

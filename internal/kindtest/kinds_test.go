@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/internal/storefault"
@@ -47,6 +48,10 @@ type row struct {
 	skip string
 	// seed is SQL run on the database before the instance starts.
 	seed string
+	// allocAuth starts the instance with alloc_auth on (API.md §12), and
+	// a per-tag token of tokenTag made; tagToken sends that token, as the
+	// HTTP request's Bearer and by RESP's AUTH.
+	allocAuth, tagToken bool
 	// setup puts the started instance in the state that produces kind.
 	setup func(t *testing.T, in *instance)
 
@@ -104,7 +109,9 @@ func rows() []row {
 		{kind: errs.Unauthorized, method: "POST", target: "/tags", body: `{"app_tag":"new_tag","step":10}`, status: 401, code: 7,
 			cmd: []any{"HSET", "new_tag", "step", "10"}, class: "NOAUTH",
 			respOwn: "missing admin token: send AUTH <admin_token>", respWhy: "each wire says how to send the token: HTTP a Bearer header, RESP the AUTH command"},
-		{kind: errs.Forbidden, skip: "per-tag tokens (API.md §12) are not built yet"},
+		// A token allowed another tag than the one asked for: no ID taken.
+		{kind: errs.Forbidden, allocAuth: true, tagToken: true, target: "/alloc?app_tag=test_business",
+			status: 403, code: 7, field: "token", cmd: []any{"GET", "test_business"}, class: "NOAUTH"},
 		// A row this build cannot serve (format dated without the settings
 		// it needs, as a hand-edited row or another version's may be): a
 		// fault, never served in another format.
@@ -152,7 +159,7 @@ func TestEveryKindOverHTTPAndRESP(t *testing.T) {
 				t.Skip(r.skip)
 			}
 			t.Parallel()
-			in := start(t, r.seed)
+			in := start(t, r.seed, r.allocAuth)
 			if r.setup != nil {
 				r.setup(t, in)
 			}
@@ -184,6 +191,9 @@ func checkHTTP(t *testing.T, in *instance, r row) string {
 	}
 	if r.admin {
 		req.Header.Set("Authorization", "Bearer "+adminToken)
+	}
+	if r.tagToken {
+		req.Header.Set("Authorization", "Bearer "+in.tagToken)
 	}
 	res, err := in.client.Do(req)
 	if err != nil {
@@ -229,6 +239,9 @@ func checkRESP(t *testing.T, in *instance, r row, msg string) {
 	if r.auth {
 		opts.Password = adminToken
 	}
+	if r.tagToken {
+		opts.Password = in.tagToken
+	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	err := rdb.Do(context.Background(), r.cmd...).Err()
@@ -267,15 +280,21 @@ type instance struct {
 	// lease is the one a setup took, for the request's {worker_id} and
 	// {token}.
 	lease workerlease.Lease
+	// tagToken is a per-tag token of tokenTag, made at start.
+	tagToken string
 
 	client   *http.Client
 	httpURL  string
 	respAddr string
 }
 
-// start builds an instance, after running seed on its database, and stops
-// it at t's cleanup in main's order: front ends, keeper, allocator, store.
-func start(t *testing.T, seed string) *instance {
+// tokenTag is the one tag the instance's per-tag token is allowed.
+const tokenTag = "token_tag"
+
+// start builds an instance, after running seed on its database, with
+// alloc_auth as given, and stops it at t's cleanup in main's order: front
+// ends, guard, keeper, allocator, store.
+func start(t *testing.T, seed string, allocAuth bool) *instance {
 	t.Helper()
 	ctx := context.Background()
 	in := &instance{db: storetest.SQLite().NewDB(t), clock: testclock.New(time.Now())}
@@ -303,8 +322,21 @@ func start(t *testing.T, seed string) *instance {
 	}
 	t.Cleanup(func() { _ = in.keeper.Close(ctx, in.flake.LastTimestampMS()) })
 
-	hs, err := server.New(server.Config{AdminToken: adminToken},
-		server.Deps{Segments: in.seg, Store: in.store, Snowflake: in.flake, Leases: in.leases})
+	guard, err := access.NewGuard(ctx, in.store, access.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = guard.Close() })
+	admin, err := access.NewAdmin(in.store, segment.ValidTag, guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.tagToken, _, err = admin.Create(ctx, "kindtest", access.NewToken{Name: "kindtest", AppTags: []string{tokenTag}}); err != nil {
+		t.Fatal(err)
+	}
+
+	hs, err := server.New(server.Config{AdminToken: adminToken, AllocAuth: allocAuth},
+		server.Deps{Segments: in.seg, Store: in.store, Snowflake: in.flake, Leases: in.leases, Guard: guard, Tokens: admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +344,8 @@ func start(t *testing.T, seed string) *instance {
 	in.httpURL = "http://" + frontendtest.Serve(t, hs)
 	in.client = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(in.client.CloseIdleConnections)
-	rs, err := resp.New(resp.Config{AdminToken: adminToken}, resp.Deps{Segments: in.seg, Snowflake: in.flake})
+	rs, err := resp.New(resp.Config{AdminToken: adminToken, AllocAuth: allocAuth},
+		resp.Deps{Segments: in.seg, Snowflake: in.flake, Guard: guard, Audit: admin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/migrate"
+	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
 
@@ -201,7 +203,48 @@ func runAdvance(args []string, stdout, stderr io.Writer, getenv func(string) str
 		defer closeLeases()
 		leases = ls
 	}
-	return a.Run(ctx, advanceStore{st}, leases)
+	if err := a.Run(ctx, advanceStore{st}, leases); err != nil {
+		return err
+	}
+	if !a.DryRun {
+		recordAdvance(ctx, st, a, stderr)
+	}
+	return nil
+}
+
+// recordAdvance writes a run that moved the store to its audit log (API.md
+// §12), the caller this command on this host. The run is made, so a
+// failure to record it is told on stderr, not returned: the exit status
+// says whether the store moved.
+func recordAdvance(ctx context.Context, st store.Store, a migrate.Advance, stderr io.Writer) {
+	admin, err := access.NewAdmin(st, segment.ValidTag, nil)
+	if err == nil {
+		host, _ := os.Hostname()
+		var subject string
+		if len(a.Tags) == 1 {
+			subject = a.Tags[0]
+		}
+		detail := struct {
+			Segments bool     `json:"segments"`
+			By       int64    `json:"by,omitempty"`
+			For      string   `json:"for,omitempty"`
+			Tags     []string `json:"tags,omitempty"`
+			Leases   bool     `json:"leases"`
+			LeaseFor string   `json:"lease_for,omitempty"`
+		}{a.Segments, a.By, durationText(a.Estimate.For), a.Tags, a.Leases, durationText(a.LeaseFor)}
+		err = admin.Record(ctx, "idalloc advance on "+host, access.ActionAdvance, subject, detail)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "idalloc advance: the store moved, but the audit log does not say so:", err)
+	}
+}
+
+// durationText is d as a flag takes it, "" for none.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // advanceStore is a store as migrate.Advance moves it: its period

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/segment"
@@ -172,6 +173,16 @@ func testAdvanceCommand(t *testing.T, d storetest.Driver) {
 	}
 	if floor := before.Add(31 * time.Second).UnixMilli(); len(history) != 1 || history[0].LastTimestampMS < floor {
 		t.Errorf("lease history after advance = %+v, want last_timestamp_ms at least now + 31s (%d)", history, floor)
+	}
+	// The run that moved the store is in its audit log; the refused one
+	// and the dry run are not.
+	log, err := st.AuditLog(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].Action != access.ActionAdvance || !strings.HasPrefix(log[0].Caller, "idalloc advance on ") ||
+		log[0].Detail != `{"segments":true,"by":5000000,"leases":true}` {
+		t.Errorf("audit log after the runs = %+v, want one advance entry by this command, by 5000000", log)
 	}
 }
 
