@@ -192,7 +192,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if isTinyid {
-		if err := migrateTinyidTokens(ctx, tinyid, report); err != nil {
+		if err := migrateTinyidTokens(ctx, tinyid, to, report); err != nil {
 			return err
 		}
 	}

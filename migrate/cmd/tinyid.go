@@ -2,11 +2,16 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/idalloc/idalloc/access"
+	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
 
@@ -95,25 +100,37 @@ func tinyidGrants(rows []store.TinyidToken) []tinyidGrant {
 	return grants
 }
 
-// migrateTinyidTokens reads tiny_id_token and hands its grants to
-// importTinyidTokens. The tags' migration stands without it: a token only
-// decides who may ask for IDs, never which IDs there are.
-func migrateTinyidTokens(ctx context.Context, src tinyidSource, report func(string)) error {
+// migrateTinyidTokens reads tiny_id_token and makes its grants idalloc's
+// per-tag tokens in to (API.md §12): each grant's name, its secret as the
+// chosen token, so Tinyid's clients keep sending what they send, its
+// tags. A grant already there (a second run) is left as it is; one
+// idalloc cannot take (a secret too short, a tag that is not a valid
+// app_tag) is reported and skipped: a token only decides who may ask for
+// IDs, never which IDs there are, so the tags' migration stands without
+// it. Each token made is in the audit log, by this command on this host.
+func migrateTinyidTokens(ctx context.Context, src tinyidSource, to access.Store, report func(string)) error {
 	rows, err := src.Tokens(ctx)
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
 	}
-	return importTinyidTokens(ctx, tinyidGrants(rows), report)
-}
-
-// importTinyidTokens is where Tinyid's tokens become idalloc's per-tag
-// tokens (API.md §12: each grant's name, its secret as the chosen token,
-// its tags). This build keeps no per-tag tokens, so it reports each grant,
-// by name and tags and never its secret, as not imported.
-func importTinyidTokens(_ context.Context, grants []tinyidGrant, report func(string)) error {
-	for _, g := range grants {
-		// %q: the tags are the source's biz_types, not checked.
-		report(fmt.Sprintf("token %s for %q: not imported: this build of idalloc keeps no per-tag tokens", g.name, g.tags))
+	admin, err := access.NewAdmin(to, segment.ValidTag, nil)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	for _, g := range tinyidGrants(rows) {
+		_, tags, err := admin.Create(ctx, "idalloc migrate on "+host, access.NewToken{Name: g.name, AppTags: g.tags, Secret: g.secret})
+		switch {
+		case err == nil:
+			report(fmt.Sprintf("token %s for %q: imported (Tinyid's secret kept as the chosen token)", g.name, tags))
+		case errors.Is(err, access.ErrTokenExists), errors.Is(err, access.ErrSecretInUse):
+			report(fmt.Sprintf("token %s for %q: there already (%v), left as it is", g.name, g.tags, err))
+		case errs.KindOf(err) == errs.BadRequest:
+			// %q: the tags are the source's biz_types.
+			report(fmt.Sprintf("token %s for %q: not imported: %v", g.name, g.tags, err))
+		default:
+			return fmt.Errorf("token %s: %w", g.name, err)
+		}
 	}
 	return nil
 }

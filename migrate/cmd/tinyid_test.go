@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/internal/tinyidtest"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
@@ -20,9 +21,9 @@ import (
 // continues at the ID Tinyid would have issued next (its server hands out
 // (max_id - step, max_id] after moving max_id, DbSegmentIdServiceImpl;
 // with delta 1 and remainder 0 every one of them, SegmentId.nextId), the
-// others are listed with the reason; the tokens are read and listed by
-// name and tags, never their secret; the source is only read, and a
-// second run is harmless.
+// others are listed with the reason; the tokens become per-tag tokens
+// with Tinyid's secrets, listed by name and tags, never their secret; the
+// source is only read, and a second run is harmless.
 func TestMigrateFromTinyid(t *testing.T) {
 	for _, from := range tinyidtest.Engines {
 		for _, to := range storetest.Drivers() {
@@ -54,8 +55,6 @@ func testMigrateFromTinyid(t *testing.T, engine string, target storetest.Driver)
 		for _, want := range []string{
 			`"has space": NOT MIGRATED: name has a character outside [A-Za-z0-9_.:-]`,
 			`"no_step": NOT MIGRATED: step 0 is below 1`,
-			`token tinyid-1 for ["order" "test"]: not imported`,
-			`token tinyid-3 for ["order"]: not imported`,
 		} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("run %d: output lacks %q:\n%s", run, want, out.String())
@@ -63,6 +62,12 @@ func testMigrateFromTinyid(t *testing.T, engine string, target storetest.Driver)
 		}
 		if strings.Contains(out.String(), "0f673adf") || strings.Contains(out.String(), "s3cret") {
 			t.Errorf("run %d: the output shows a token's secret:\n%s", run, out.String())
+		}
+		tokens := map[int]string{1: "imported (Tinyid's secret kept as the chosen token)", 2: "there already"}[run]
+		for _, grant := range []string{`token tinyid-1 for ["order" "test"]: `, `token tinyid-3 for ["order"]: `} {
+			if !strings.Contains(out.String(), grant+tokens) {
+				t.Errorf("run %d: output lacks %q:\n%s", run, grant+tokens, out.String())
+			}
 		}
 		if run == 1 && !strings.Contains(out.String(), "order: created, max_id 5001") {
 			t.Errorf("run 1: output lacks order's creation:\n%s", out.String())
@@ -89,6 +94,26 @@ func testMigrateFromTinyid(t *testing.T, engine string, target storetest.Driver)
 	for _, tg := range a.Tags() {
 		if tg.AppTag == "order" && tg.Step != 1000 {
 			t.Errorf("order's step on the target %d, want Tinyid's 1000", tg.Step)
+		}
+	}
+
+	// Tinyid's clients keep their secrets: each is allowed its tags.
+	guard, err := access.NewGuard(ctx, to, access.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer guard.Close()
+	for _, c := range []struct {
+		secret, tag string
+		want        error
+	}{
+		{"0f673adf80504e2eaa552f5d791b644c", "test", nil},
+		{"0f673adf80504e2eaa552f5d791b644c", "order", nil},
+		{"s3cret-of-the-order-service", "order", nil},
+		{"s3cret-of-the-order-service", "test", access.ErrForbidden},
+	} {
+		if err := guard.Allow(c.secret, c.tag); !errors.Is(err, c.want) {
+			t.Errorf("a Tinyid secret on %s after the move: %v, want %v", c.tag, err, c.want)
 		}
 	}
 
