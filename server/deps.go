@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/segment/dated"
+)
+
+// Segments is what the server needs of segment.Allocator. It checks its
+// input itself: Next, NextN, Buffered and CreateTag refuse an invalid tag
+// (and CreateTag an invalid step, start or description) with a
+// *segment.Error, as they answer unknown tags, exhaustion and outages;
+// anything that is not a *segment.Error is answered as an internal error.
+type Segments interface {
+	Next(ctx context.Context, tag string) (int64, error)
+	NextN(ctx context.Context, tag string, dst []int64) error
+	// NextRanges appends n IDs of tag as ranges to dst; NextRun claims
+	// one run of 1 to max of them. A tag whose IDs are not runs of
+	// numbers refuses both (segment.ErrNotConsecutive).
+	NextRanges(ctx context.Context, tag string, n int64, dst []segment.Range) ([]segment.Range, error)
+	NextRun(ctx context.Context, tag string, max int64) (segment.Range, error)
+	Buffered(tag string) (int64, error)
+	TotalBuffered() int64
+	Stats() []segment.TagStats
+	// AppendSnapshots appends every tag's snapshot to dst, in tag order,
+	// without asking the store: what GET /status shows.
+	AppendSnapshots(dst []segment.TagSnapshot) []segment.TagSnapshot
+	// Tags lists the tags as of the last tag-list reload, without asking the
+	// store; the slice is shared and must not be modified.
+	Tags() []segment.Tag
+	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
+	// UpdateTag changes a tag's step or description (PATCH /tags): what
+	// never changes its numbers. It refuses a change as CreateTag refuses
+	// those fields, and answers the row as Tags lists it.
+	UpdateTag(ctx context.Context, tag string, c segment.TagChange) (segment.Tag, error)
+
+	// A dated tag's IDs (API.md §11): without prefix and separator they
+	// are numbers, which Next and NextN serve; with one they are text,
+	// which Next and NextN refuse (segment.ErrTextOnly) and these serve.
+	AppendNextText(ctx context.Context, tag string, dst []byte) ([]byte, error)
+	NextTextN(ctx context.Context, tag string, buf []int64) (segment.TextBatch, error)
+	// Now is the clock dated periods are judged by (segment.Config.Now).
+	Now() time.Time
+	// DatedFormat is tag's dated format, nil for a tag of another format
+	// (or one not served yet), without asking the store.
+	DatedFormat(tag string) *dated.Format
+}
+
+// Pinger reports whether the store answers; /health asks it in the background.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the server's collaborators. Segments and Store are required; the
+// rest are optional.
+type Deps struct {
+	Segments Segments
+	Store    Pinger
+	// Snowflake serves /snowflake; nil disables snowflake mode (resp_code 5).
+	Snowflake Snowflakes
+	// Leases serves POST /workerid*; nil answers them with resp_code 5.
+	Leases Leases
+	// OwnLease is this instance's own worker lease, for GET /workerid and the
+	// lease metrics; nil answers GET /workerid with resp_code 5.
+	OwnLease OwnLease
+	// Guard checks the ID calls' tokens when Config.AllocAuth is on, and
+	// is required then; it is not used otherwise.
+	Guard Guard
+	// Tokens serves /tokens and /audit and records the admin changes made
+	// here in the audit log; nil answers those routes as unknown and
+	// records nothing.
+	Tokens Tokens
+}
