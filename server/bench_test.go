@@ -94,3 +94,7 @@ func BenchmarkSnowflake(b *testing.B) { serveTarget(b, benchServer(b), "/snowfla
 
 func BenchmarkAllocParallel(b *testing.B)   { serveParallel(b, benchServer(b)) }
 func BenchmarkBareChiParallel(b *testing.B) { serveParallel(b, bareChi()) }
+
+// BenchmarkLeafSegment is Leaf's segment route, a hot path too: Alloc's
+// allocations (httptest's and the recorder's), none of its own.
+func BenchmarkLeafSegment(b *testing.B) { serveTarget(b, benchServer(b), "/api/segment/get/order") }

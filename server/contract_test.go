@@ -181,6 +181,10 @@ func FuzzRequests(f *testing.F) {
 		{"GET", "/snowflake/123456789", ""},
 		{"PUT", "/tags", "{}"},
 		{"PATCH", "/tags/test_business", `{"step":5,"description":"fz"}`},
+		{"GET", "/api/segment/get/test_business", ""},
+		{"POST", "/tinyid/id/nextId?bizType=test_business", "batchSize=3"},
+		{"GET", "/tinyid/id/nextSegmentIdSimple?bizType=test_business", ""},
+		{"GET", "/decodeSnowflakeId?snowflakeId=123456789", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.target, s.body)
@@ -205,8 +209,51 @@ func FuzzRequests(f *testing.F) {
 		}
 		r.RemoteAddr = loopback
 		r.Header.Set("Authorization", bearer)
+		if method == "POST" {
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded") // read by Leaf's and Tinyid's routes
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
+		switch r.URL.Path {
+		case "/", "/monitor.js", "/monitor.css":
+			if method == "GET" {
+				return // the monitor page's assets, not envelopes
+			}
+		}
+		if compatPath(r.URL.Path) {
+			checkCompatAnswer(t, method+" "+target+" "+body, rec)
+			return
+		}
 		checkEnvelope(t, method+" "+target+" "+body, rec)
 	})
+}
+
+// compatPath reports whether path is one of Leaf's or Tinyid's, whose
+// answers are in their shapes, not in the envelope.
+func compatPath(path string) bool {
+	for _, p := range []string{"/api/segment/get/", "/api/snowflake/", "/decodeSnowflakeId", "/tinyid/id/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCompatAnswer fails unless rec, an answer of a Leaf or Tinyid route
+// (or idalloc's to a method or path they do not have), has one of the
+// contract's statuses, Retry-After on a 503 and no panic's text.
+func checkCompatAnswer(tb testing.TB, what string, rec *httptest.ResponseRecorder) {
+	tb.Helper()
+	known := false
+	for _, st := range contractStatus {
+		known = known || rec.Code == st
+	}
+	switch {
+	case !known:
+		tb.Fatalf("%s: HTTP %d, not a status of the contract", what, rec.Code)
+	case rec.Code == 503 && rec.Header().Get("Retry-After") == "":
+		tb.Fatalf("%s: 503 without Retry-After", what)
+	case strings.Contains(rec.Body.String(), "panic"):
+		tb.Fatalf("%s: answer leaks %q", what, rec.Body.String())
+	}
 }

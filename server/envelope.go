@@ -56,8 +56,14 @@ func putBuf(bp *[]byte) {
 // the status for the metrics. Every 503 gets Retry-After here, so no path
 // can forget it.
 func send(w http.ResponseWriter, status int, body []byte) int {
+	return sendAs(w, jsonCT, status, body)
+}
+
+// sendAs is send for a body of Content-Type ct: the few routes that answer
+// as another service does (compat.go).
+func sendAs(w http.ResponseWriter, ct []string, status int, body []byte) int {
 	h := w.Header()
-	h["Content-Type"] = jsonCT
+	h["Content-Type"] = ct
 	h["Cache-Control"] = noStore
 	if status == http.StatusServiceUnavailable {
 		h["Retry-After"] = retryAfter
@@ -82,7 +88,12 @@ var atCapRefusal = func() []byte {
 
 // sendPooled sends *bp and returns it to the pool.
 func sendPooled(w http.ResponseWriter, status int, bp *[]byte) int {
-	send(w, status, *bp)
+	return sendPooledAs(w, jsonCT, status, bp)
+}
+
+// sendPooledAs is sendPooled for a body of Content-Type ct.
+func sendPooledAs(w http.ResponseWriter, ct []string, status int, bp *[]byte) int {
+	sendAs(w, ct, status, *bp)
 	putBuf(bp)
 	return status
 }

@@ -174,21 +174,15 @@ func (a answer) appendTo(b []byte) []byte {
 	return b
 }
 
-// fail answers err. Internal errors are logged with the request ID the
-// client sees, so an operator can find the real cause; every error carries
-// X-Request-Id.
+// fail answers err in the JSON envelope (classifyFor says what every
+// error answer carries besides).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) int {
 	return s.failWith(w, r, err, "")
 }
 
 // failWith is fail with a "status" field, for /health.
 func (s *Server) failWith(w http.ResponseWriter, r *http.Request, err error, status string) int {
-	a := classify(err)
-	rid := s.requestID(r)
-	w.Header()[requestIDHeader] = []string{rid}
-	if a.retryAfter > 0 {
-		w.Header()["Retry-After"] = []string{strconv.FormatInt(a.retryAfter, 10)}
-	}
+	a, rid := s.classifyFor(w, r, err)
 	bp := getBuf()
 	b := a.appendTo(*bp)
 	if status != "" {
@@ -196,10 +190,27 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, err error, sta
 		b = appendString(b, status)
 	}
 	if a.code == codeInternal {
-		s.log.Error("request failed", "err", err, "request_id", rid, "method", r.Method, "path", r.URL.Path)
 		b = append(b, `,"request_id":`...)
 		b = appendString(b, rid)
 	}
 	*bp = append(b, '}')
 	return sendPooled(w, a.status, bp)
+}
+
+// classifyFor is what every wire's error answer starts with, whatever its
+// body: err's answer, the request ID, set as X-Request-Id, the Retry-After
+// of an answer that is not a 503 (send sets those), and an internal error
+// logged with the request ID the client sees, so an operator can find the
+// real cause.
+func (s *Server) classifyFor(w http.ResponseWriter, r *http.Request, err error) (answer, string) {
+	a := classify(err)
+	rid := s.requestID(r)
+	w.Header()[requestIDHeader] = []string{rid}
+	if a.retryAfter > 0 {
+		w.Header()["Retry-After"] = []string{strconv.FormatInt(a.retryAfter, 10)}
+	}
+	if a.code == codeInternal {
+		s.log.Error("request failed", "err", err, "request_id", rid, "method", r.Method, "path", r.URL.Path)
+	}
+	return a, rid
 }

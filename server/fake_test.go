@@ -110,7 +110,7 @@ func (f *fakeSegments) NextN(ctx context.Context, tag string, dst []int64) error
 // NextRanges takes n from the counter as one range; NextRun takes max.
 func (f *fakeSegments) NextRanges(ctx context.Context, tag string, n int64, dst []segment.Range) ([]segment.Range, error) {
 	f.record("NextRanges " + tag)
-	r, err := f.NextRun(ctx, tag, n)
+	r, err := f.run(tag, n)
 	if err != nil {
 		return dst, err
 	}
@@ -118,14 +118,19 @@ func (f *fakeSegments) NextRanges(ctx context.Context, tag string, n int64, dst 
 }
 
 func (f *fakeSegments) NextRun(ctx context.Context, tag string, max int64) (segment.Range, error) {
+	f.record("NextRun " + tag)
+	return f.run(tag, max)
+}
+
+func (f *fakeSegments) run(tag string, n int64) (segment.Range, error) {
 	if f.err != nil {
 		return segment.Range{}, f.err
 	}
 	if err := f.known(tag); err != nil {
 		return segment.Range{}, err
 	}
-	last := f.next.Add(max)
-	return segment.Range{First: last - max + 1, Last: last}, nil
+	last := f.next.Add(n)
+	return segment.Range{First: last - n + 1, Last: last}, nil
 }
 
 func (f *fakeSegments) Buffered(tag string) (int64, error) {

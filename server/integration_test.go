@@ -30,7 +30,8 @@ type realRig struct {
 	own *workerlease.Keeper
 }
 
-func newRealRig(t *testing.T) *realRig {
+// newRealRig builds a realRig; edit, if any, adjusts the server's config.
+func newRealRig(t *testing.T, edit ...func(*Config)) *realRig {
 	t.Helper()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
@@ -64,8 +65,11 @@ func newRealRig(t *testing.T) *realRig {
 	keeper.Start(ctx)
 	t.Cleanup(func() { _ = keeper.Close(ctx, src.LastTimestampMS()) })
 
-	srv, err := New(Config{AdminToken: "s3cret-admin-token", Metrics: m, Gatherer: reg},
-		Deps{Segments: alloc, Store: store, Snowflake: src, Leases: svc, OwnLease: keeper})
+	cfg := Config{AdminToken: "s3cret-admin-token", Metrics: m, Gatherer: reg}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	srv, err := New(cfg, Deps{Segments: alloc, Store: store, Snowflake: src, Leases: svc, OwnLease: keeper})
 	if err != nil {
 		t.Fatal(err)
 	}

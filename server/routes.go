@@ -50,6 +50,24 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/tokens", s.admin(s.handleCreateToken)},
 		{http.MethodDelete, "/tokens/{name}", s.admin(s.handleRevokeToken)},
 		{http.MethodGet, "/audit", s.admin(s.handleAudit)},
+		// Leaf's and Tinyid's routes (API.md §12; compat.go): their
+		// controllers take every method, and Tinyid's client POSTs.
+		{http.MethodGet, leafSegmentPrefix + "{key}", s.handleLeafSegment},
+		{http.MethodPost, leafSegmentPrefix + "{key}", s.handleLeafSegment},
+		{http.MethodGet, "/api/snowflake/get/{key}", s.handleLeafSnowflake},
+		{http.MethodPost, "/api/snowflake/get/{key}", s.handleLeafSnowflake},
+		{http.MethodGet, "/api/snowflake/decode", s.handleLeafDecode},
+		{http.MethodPost, "/api/snowflake/decode", s.handleLeafDecode},
+		{http.MethodGet, "/decodeSnowflakeId", s.handleLeafDecode}, // Leaf's own path for it
+		{http.MethodPost, "/decodeSnowflakeId", s.handleLeafDecode},
+		{http.MethodGet, "/tinyid/id/nextId", s.handleTinyidNextID},
+		{http.MethodPost, "/tinyid/id/nextId", s.handleTinyidNextID},
+		{http.MethodGet, "/tinyid/id/nextIdSimple", s.handleTinyidNextIDSimple},
+		{http.MethodPost, "/tinyid/id/nextIdSimple", s.handleTinyidNextIDSimple},
+		{http.MethodGet, "/tinyid/id/nextSegmentId", s.handleTinyidSegment},
+		{http.MethodPost, "/tinyid/id/nextSegmentId", s.handleTinyidSegment},
+		{http.MethodGet, "/tinyid/id/nextSegmentIdSimple", s.handleTinyidSegmentSimple},
+		{http.MethodPost, "/tinyid/id/nextSegmentIdSimple", s.handleTinyidSegmentSimple},
 	} {
 		mux.Method(rt.method, rt.pattern, s.wrap(rt.pattern, rt.h))
 	}
@@ -64,26 +82,35 @@ func (s *Server) routes() http.Handler {
 		}
 		return s.fail(w, r, errMethodNotAllowed)
 	}))
-	return hotPaths(mux, s.wrap("/alloc", s.handleAlloc), s.wrap("/snowflake", s.handleSnowflake))
+	return hotPaths(mux, s.wrap("/alloc", s.handleAlloc), s.wrap("/snowflake", s.handleSnowflake),
+		s.wrap(leafSegmentPrefix+"{key}", s.handleLeafSegment))
 }
 
-// hotPaths answers GET /alloc and GET /snowflake before the router: they
-// need no path parameters, and skipping chi's route context saves two
-// allocations and a tree walk on every ID request. Everything else,
-// including other methods on those paths, goes to the router, which also
-// has both routes, so behaviour is the same either way.
-func hotPaths(router http.Handler, alloc, snowflake http.HandlerFunc) http.HandlerFunc {
+// hotPaths answers GET /alloc, GET /snowflake and Leaf's GET
+// /api/segment/get/{key} before the router: the first two need no path
+// parameters and the third reads its key from the path itself, and
+// skipping chi's route context saves two to four allocations and a tree
+// walk on every ID request. Everything else, including other methods on
+// those paths, goes to the router, which also has these routes, so
+// behaviour is the same either way.
+func hotPaths(router http.Handler, alloc, snowflake, leaf http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		// chi routes on RawPath when the path was percent-encoded; leave
 		// those to it so that every request is routed as chi would.
 		if r.Method == http.MethodGet && r.URL.RawPath == "" {
-			switch r.URL.Path {
+			switch p := r.URL.Path; p {
 			case "/alloc":
 				alloc(w, r)
 				return
 			case "/snowflake":
 				snowflake(w, r)
 				return
+			default:
+				// chi's {key}: one path segment, not empty.
+				if key, ok := strings.CutPrefix(p, leafSegmentPrefix); ok && key != "" && !strings.Contains(key, "/") {
+					leaf(w, r)
+					return
+				}
 			}
 		}
 		router.ServeHTTP(w, r)

@@ -2,23 +2,26 @@
 // (/snowflake), worker-ID leases (/workerid), tag administration (/tags),
 // per-tag access tokens (/tokens) and the audit log (/audit), load-balancer
 // health (/health), Prometheus metrics (/metrics) and a monitor page (/,
-// polling /status), exactly as the contract in API.md describes them. With
-// alloc_auth on, the ID routes take a per-tag token (allowtag.go).
+// polling /status), exactly as the contract in API.md describes them; and
+// Meituan Leaf's and Didi Tinyid's routes, answered in those services'
+// shapes (compat.go), so their clients switch by URL. With alloc_auth on,
+// the ID routes take a per-tag token (allowtag.go).
 //
-// Every response is a JSON envelope {"resp_code":N,"msg":"...",...}. The
-// server is an adapter: it parses its wire format (query parameters, JSON
-// bodies) and refuses what it cannot read, calls the domain packages, which
-// own the rules for tags, steps, starts, clusters, tokens and IDs and the
-// words that refuse them, and maps their errors by Kind to a resp_code and
-// HTTP status in one table (errors.go), sending the domain's message as it
-// is. Anything neither the domain nor the server names is answered as an
+// Every other response is a JSON envelope {"resp_code":N,"msg":"...",...}.
+// The server is an adapter: it parses its wire format (query parameters,
+// JSON bodies) and refuses what it cannot read, calls the domain packages,
+// which own the rules for tags, steps, starts, clusters, tokens and IDs and
+// the words that refuse them, and maps their errors by Kind to a resp_code
+// and HTTP status in one table (errors.go), sending the domain's message as
+// it is. Anything neither the domain nor the server names is answered as an
 // internal error with a request ID, never with the error's own text. No
 // input reaches a store, a log line or a metric label before the domain
 // has accepted it.
 //
-// The hot paths (/alloc, /snowflake) read the raw query, build the body with
-// strconv into a pooled buffer and write it once, so they cost less than a
-// bare chi handler using url.Values and fmt.
+// The hot paths (/alloc, /snowflake, Leaf's segment route) read the raw
+// query or path, build the body with strconv into a pooled buffer and
+// write it once, so they cost less than a bare chi handler using
+// url.Values and fmt.
 package server
 
 import (
@@ -126,6 +129,9 @@ type Server struct {
 	storeOK   atomic.Bool
 	draining  atomic.Bool
 	clockBase time.Time // request latencies are measured as offsets from it
+	// leafZone is the zone Leaf's decode route writes times in: the
+	// process's own, as Leaf writes them in the JVM's (leaf.go).
+	leafZone *time.Location
 
 	// Generated request IDs are a per-process random prefix and a counter:
 	// unique across instances without a random read per request.
@@ -172,6 +178,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		ranges:         segment.NewRangeLimit(cfg.MaxRange),
 		healthInterval: orDefault(cfg.HealthInterval, DefaultHealthInterval),
 		clockBase:      time.Now(),
+		leafZone:       time.Local,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
