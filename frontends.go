@@ -44,7 +44,8 @@ func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend
 		deps.Guard, respDeps.Guard = p.guard, p.guard
 	}
 	if p.keeper != nil {
-		deps.Snowflake, deps.OwnLease, respDeps.Snowflake = p.source, p.keeper, p.source
+		deps.Snowflake, respDeps.Snowflake = p.source, p.source
+		deps.OwnLease, deps.Leases = ownLease{p.keeper, p.source}, layoutLeases{p.leases, p.source.Layout()}
 	}
 	srv, err := server.New(server.Config{
 		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, MaxConns: cfg.MaxConns,

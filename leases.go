@@ -104,9 +104,21 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf(`key "snowflake.worker_bits"/"snowflake.epoch": %w`, err)
 	}
+	// In one region of several the lease store grants the region's share
+	// of the worker IDs, 0..n−1, and the generators add the region's
+	// first (API.md §13): regions never share a worker ID, though each
+	// leases from a store of its own.
+	first, n, err := layout.RegionWorkerIDs(cfg.Region.Count, cfg.Region.ID)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf(`keys "region.count"/"snowflake.worker_bits": %w`, err)
+	}
+	if first > 0 || n <= layout.MaxWorkerID() {
+		log.Info("snowflake worker IDs of this region: the lease store grants 0..n−1, IDs carry first + the lease's",
+			"first", first, "n", n)
+	}
 	host, _ := os.Hostname()
 	svc, err := workerlease.NewService(st.Store, workerlease.Config{
-		Cluster: sf.Cluster, MaxWorkerID: layout.MaxWorkerID(), TTL: cfg.Durations.LeaseTTL,
+		Cluster: sf.Cluster, MaxWorkerID: n - 1, TTL: cfg.Durations.LeaseTTL,
 		Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
 	})
 	if err != nil || !sf.Enabled {
@@ -123,8 +135,8 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 		return nil, nil, nil, err
 	}
 	source, err := leased.New(keeper, layout, snowflake.Settings{
-		DisableRandomStart: !cfg.RandomStart,
-		MaxDriftBlock:      cfg.Durations.MaxDriftBlock, MaxDriftError: cfg.Durations.MaxDriftError, Observer: obs,
+		WorkerID: first, DisableRandomStart: !cfg.RandomStart,
+		MaxDriftBlock: cfg.Durations.MaxDriftBlock, MaxDriftError: cfg.Durations.MaxDriftError, Observer: obs,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -51,7 +51,43 @@ var servingLine = regexp.MustCompile(`msg="idalloc serving" addr=(\S+)`)
 // holds the file open and a worker lease. It is killed at t's cleanup.
 func startInstance(t *testing.T, path string) *instance {
 	t.Helper()
-	cfg := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q, "http_addr": "127.0.0.1:0", "shutdown_drain": "0s"}`, path))
+	return startServing(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q, "http_addr": "127.0.0.1:0", "shutdown_drain": "0s"}`, path))
+}
+
+// startServing starts an instance with the config body (whose http_addr
+// must be 127.0.0.1:0) and returns once it has served a snowflake ID.
+func startServing(t *testing.T, body string) *instance {
+	t.Helper()
+	in, addr := spawn(t, body)
+	select {
+	case a := <-addr:
+		in.url = "http://" + a
+	case err := <-in.done:
+		t.Fatalf("idalloc exited before serving: %v\n%s", err, in.log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("idalloc did not start serving within 30s")
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(in.url + "/snowflake")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return in
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idalloc served no snowflake ID within 15s: %v", err)
+		}
+	}
+}
+
+// spawn starts this test binary as an idalloc process (TestMain) with the
+// config body and returns it, and the channel its address comes on once
+// it logs that it serves. Its stderr is in log once done has delivered.
+// It is killed at t's cleanup.
+func spawn(t *testing.T, body string) (*instance, <-chan string) {
+	t.Helper()
+	cfg := writeConfig(t, body)
 	in := &instance{cmd: exec.Command(os.Args[0]), done: make(chan error, 1)}
 	in.cmd.Env = []string{serveChildEnv + "=" + cfg}
 	for _, kv := range os.Environ() {
@@ -82,26 +118,7 @@ func startInstance(t *testing.T, path string) *instance {
 		_ = in.cmd.Process.Kill()
 		<-in.done
 	})
-	select {
-	case a := <-addr:
-		in.url = "http://" + a
-	case err := <-in.done:
-		t.Fatalf("idalloc exited before serving: %v\n%s", err, in.log.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("idalloc did not start serving within 30s")
-	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get(in.url + "/snowflake")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return in
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("idalloc served no snowflake ID within 15s: %v", err)
-		}
-	}
+	return in, addr
 }
 
 // stop sends sig and waits for the process to end.

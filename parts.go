@@ -19,6 +19,7 @@ import (
 // dataStore is what a store driver provides to main.
 type dataStore interface {
 	segment.Store
+	segment.RegionStore
 	workerlease.Store
 	access.Store
 	leased.LayoutRecorder
@@ -77,6 +78,16 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 		return p, closeAll, err
 	}
 	closers = append(closers, func() { _ = st.Close() })
+	// Before anything is served or leased: a database serves one region
+	// for good (API.md §13).
+	region := cfg.Region.Region()
+	if err := segment.CheckRegion(ctx, st, region); err != nil {
+		return p, closeAll, err
+	}
+	if !region.Single() {
+		log.Info("serving "+region.String()+": segment IDs are the numbers ≡ region.id (mod region.count)",
+			"region_count", region.Count, "region_id", region.ID)
+	}
 	p = parts{store: st, log: log}
 	if p.reg, err = newRegistry(st, cfg.Driver); err != nil { // buildinfo.go
 		return p, closeAll, err
@@ -87,7 +98,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	st.ObserveConflicts(p.metrics.StoreConflict)
 	p.alloc, err = segment.New(ctx, st, segment.Config{
 		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: p.metrics, Logger: log,
-		MaxClockSkew: cfg.Durations.DatedMaxClockSkew,
+		MaxClockSkew: cfg.Durations.DatedMaxClockSkew, Region: region,
 	})
 	if err != nil {
 		return p, closeAll, fmt.Errorf("load tags: %w", err)

@@ -94,14 +94,14 @@ func TestMySQLStartSaysWhatToDo(t *testing.T) {
 		initSchema bool
 		want       []string // in the error, or else in the log
 	}{
-		{"empty database", dsn, false, false, []string{"idalloc's tables are missing: segments, segment_periods, worker_leases, worker_layouts, alloc_tokens, audit_log",
+		{"empty database", dsn, false, false, []string{"idalloc's tables are missing: segments, segment_periods, worker_leases, worker_layouts, alloc_tokens, audit_log, idalloc_region;",
 			"-init-schema", "schema.sql"}},
 		{"wrong password", wrong.FormatDSN(), true, false, []string{`IDALLOC_DSN (key "dsn"): `,
 			"credentials refused for " + cfg.User + "@" + cfg.Addr, "correct the user or password"}},
 		{"init-schema on the empty database", dsn, false, true, []string{"init-schema: created table segments",
 			"init-schema: created table segment_periods", "init-schema: created table worker_leases",
 			"init-schema: created table worker_layouts", "init-schema: created table alloc_tokens",
-			"init-schema: created table audit_log"}},
+			"init-schema: created table audit_log", "init-schema: created table idalloc_region"}},
 		{"init-schema again", dsn, false, true, []string{"init-schema: the schema was complete; nothing changed"}},
 	}
 	for _, c := range cases {

@@ -70,7 +70,24 @@ type Config struct {
 	Snowflake       SnowflakeConfig `json:"snowflake"`
 	Lease           LeaseConfig     `json:"lease"`
 	Dated           DatedConfig     `json:"dated"`
+	Region          RegionConfig    `json:"region"`
 }
+
+// RegionConfig is the "region" object of config.json: sites that share no
+// database (API.md §13). Each region has its own store, and its
+// instances' segment IDs are the numbers ≡ id (mod count); its snowflake
+// worker IDs are one of count disjoint ranges. Every instance on one
+// database must say the same: the database records it, and refuses
+// another (segment.CheckRegion).
+type RegionConfig struct {
+	// Count is how many regions there are; 1 (the default) is none.
+	Count int64 `json:"count"`
+	// ID is this instance's region, from 0 to Count − 1.
+	ID int64 `json:"id"`
+}
+
+// Region is the segment allocator's region of r.
+func (r RegionConfig) Region() segment.Region { return segment.Region{Count: r.Count, ID: r.ID} }
 
 // DatedConfig is the "dated" object of config.json: business numbers
 // (API.md §11).
@@ -191,8 +208,9 @@ func Default() Config {
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
 		},
-		Lease: LeaseConfig{Driver: "sql"},
-		Dated: DatedConfig{MaxClockSkew: segment.DefaultMaxClockSkew.String()},
+		Lease:  LeaseConfig{Driver: "sql"},
+		Dated:  DatedConfig{MaxClockSkew: segment.DefaultMaxClockSkew.String()},
+		Region: RegionConfig{Count: 1},
 	}
 }
 

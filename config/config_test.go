@@ -97,6 +97,15 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"dated":{"max_clock_skew":"-1s"}}`, `"dated.max_clock_skew"`},
 		{`{"dated":{"max_clock_skew":1}}`, `"dated.max_clock_skew"`},
 		{`{"dated":{"max_skew":"1s"}}`, `"dated.max_skew"`},
+		{`{"region":{"count":0}}`, `key "region.count": 0 must be from 1 to 1024`},
+		{`{"region":{"count":-1}}`, `key "region.count": -1 must be from 1 to 1024`},
+		{`{"region":{"count":1025}}`, `key "region.count": 1025 must be from 1 to 1024`},
+		{`{"region":{"count":"two"}}`, `"region.count"`},
+		{`{"region":{"count":2,"id":2}}`, `key "region.id": 2 must be from 0 to region.count − 1`},
+		{`{"region":{"count":2,"id":-1}}`, `key "region.id": -1`},
+		{`{"region":{"id":1}}`, `key "region.id": 1`}, // one region by default
+		{`{"region":{"count":5},"snowflake":{"worker_bits":2}}`, `key "region.count": 5 regions, 4 worker IDs`},
+		{`{"region":{"name":"eu"}}`, `"region.name"`},
 		{`{"no_such_key":1}`, `"no_such_key"`},
 		{`{"driver":"sqlite"} {}`, `trailing`},
 		{`{`, `unexpected EOF`},
@@ -112,13 +121,34 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 	}
 }
 
+// TestRegionKeys: region.count and region.id reach the settings as given;
+// without them an instance is the single region of a deployment without
+// regions.
+func TestRegionKeys(t *testing.T) {
+	cases := []struct {
+		body string
+		want RegionConfig
+	}{
+		{`{}`, RegionConfig{Count: 1}},
+		{`{"region":{"count":2,"id":1}}`, RegionConfig{Count: 2, ID: 1}},
+		{`{"region":{"count":1024,"id":1023}}`, RegionConfig{Count: 1024, ID: 1023}},
+		{`{"region":{"count":4},"snowflake":{"worker_bits":2}}`, RegionConfig{Count: 4}},
+	}
+	for _, c := range cases {
+		s, err := Load(writeConfig(t, c.body), true, noEnv)
+		if err != nil || s.Region != c.want {
+			t.Errorf("config %s: region %+v, %v; want %+v", c.body, s.Region, err, c.want)
+		}
+	}
+}
+
 // TestUnknownNestedKeyNamesItsPath: encoding/json alone says
 // `unknown field "maxstep"`, which leaves the reader to guess the object.
 func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
@@ -57,6 +58,18 @@ func (c Config) Validate() (Settings, error) {
 	}
 	if c.Segment.MaxStep < 1 {
 		return s, keyErr("segment.max_step", `%d must be at least 1`, c.Segment.MaxStep)
+	}
+	// 0 would mean the domain's default, one region: not what "count": 0
+	// says. The domain's rule names the key at fault.
+	if c.Region.Count == 0 {
+		return s, keyErr("region.count", "0 must be from 1 to %d", segment.MaxRegions)
+	}
+	if e, refused := errs.Describe(c.Region.Region().Check()); refused {
+		v := c.Region.Count
+		if e.Field == "region.id" {
+			v = c.Region.ID
+		}
+		return s, keyErr(e.Field, "%d %s", v, e.Reason)
 	}
 	if c.Snowflake.WorkerBits < 1 || c.Snowflake.WorkerBits > 21 {
 		return s, keyErr("snowflake.worker_bits", `%d is outside 1..21`, c.Snowflake.WorkerBits)
@@ -113,6 +126,15 @@ func (c Config) Validate() (Settings, error) {
 			key = "snowflake.epoch"
 		}
 		return s, keyErr(key, "%w", err)
+	}
+	// Each region's snowflake worker IDs are a range of their own: every
+	// region needs one at least.
+	layout, err := snowflake.NewLayout(epoch, c.Snowflake.WorkerBits)
+	if err == nil {
+		_, _, err = layout.RegionWorkerIDs(c.Region.Count, c.Region.ID)
+	}
+	if err != nil {
+		return s, keyErr("region.count", "%w", err)
 	}
 	return s, nil
 }

@@ -61,6 +61,11 @@ type Advance struct {
 	Estimate Estimate
 	// Tags limits the move to these tags; nil means every tag.
 	Tags []string
+	// Region is the region the store serves (API.md §13), the zero
+	// Region for none: in region ID of Count, By and the estimate count
+	// the region's IDs, each of which is every Count-th number, so a
+	// tag's max_id moves by Count times as much.
+	Region segment.Region
 	// MaxClockSkew is the instances' dated.max_clock_skew, the bound of
 	// their clocks and of this machine's by the store's, which the
 	// periods of dated tags are chosen by; 0 means
@@ -184,6 +189,10 @@ func (a Advance) Run(ctx context.Context, segs Segments, leases Leases) error {
 				a.say(a.Estimate.DatedString())
 			}
 		}
+		if r := a.Region.Normal(); !r.Single() {
+			a.say(fmt.Sprintf("%s: each tag's max_id moves by %d × the count, the region's IDs being one number in %d",
+				r, r.Count, r.Count))
+		}
 		if p.dated != "" {
 			a.say(p.dated)
 		}
@@ -248,7 +257,8 @@ func (a Advance) apply(ctx context.Context, segs Segments, periods Periods, m mo
 			return "", 0, err
 		}
 	}
-	return fmt.Sprintf("tag %s: max_id %d → %d%s", shown(m.tag), from, to, a.dry()), to - from, nil
+	// Counted in the region's IDs, one number in Count.
+	return fmt.Sprintf("tag %s: max_id %d → %d%s", shown(m.tag), from, to, a.dry()), (to - from) / a.Region.Normal().Count, nil
 }
 
 // now reads a's clock.
@@ -307,6 +317,12 @@ func (a Advance) plan(ctx context.Context, segs Segments) (plan, error) {
 				refused = append(refused, fmt.Errorf("tag %q: %w", r.AppTag, err))
 				continue
 			}
+		}
+		by, ok := mul(by, a.Region.Normal().Count)
+		if !ok {
+			refused = append(refused, fmt.Errorf("tag %q: %d IDs of %s pass the largest max_id: give a smaller -by",
+				r.AppTag, a.By, a.Region))
+			continue
 		}
 		last, err := segment.LastNumber(r)
 		switch {

@@ -167,6 +167,37 @@ func TestAdvanceRun(t *testing.T) {
 			wantLeft: true,
 		},
 		{
+			name: "in a region, -by counts its IDs, each one number in region.count",
+			a:    Advance{Segments: true, By: 10, Region: segment.Region{Count: 2, ID: 1}},
+			wantLines: []string{
+				"region 1 of 2: each tag's max_id moves by 2 × the count, the region's IDs being one number in 2",
+				"tag order: max_id 1200 → 1220",
+				"tag test_business: max_id 0 → 20",
+				"advanced: 2 tags moved, 20 IDs in all",
+			},
+			wantMoved: []string{"order+20", "test_business+20"},
+			wantLeft:  true,
+		},
+		{
+			name: "in a region, -for's estimate counts its IDs",
+			a:    Advance{Segments: true, Estimate: estimate, Tags: []string{"order"}, Region: segment.Region{Count: 3, ID: 0}},
+			wantLines: []string{
+				estimate.String(),
+				"region 0 of 3: each tag's max_id moves by 3 × the count, the region's IDs being one number in 3",
+				"tag order: max_id 1200 → 30001200",
+				"advanced: 1 tag moved, 10000000 IDs in all",
+			},
+			wantMoved: []string{"order+30000000"},
+			wantLeft:  true,
+		},
+		{
+			name:     "in a region, a move past a fixed_length tag's last number moves nothing",
+			a:        Advance{Segments: true, By: 300, Region: segment.Region{Count: 2}},
+			more:     []segment.Tag{{AppTag: "fix", MaxID: 99_999_500, Step: 100, Format: segment.FormatFixedLength, Length: 8}},
+			wantErr:  `tag "fix": max_id 99999500 + 600 passes 99999999`,
+			wantLeft: true,
+		},
+		{
 			name: "-only leases",
 			a:    Advance{Leases: true, LeaseFor: time.Minute},
 			wantLines: []string{

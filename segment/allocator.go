@@ -17,6 +17,11 @@
 // has a double buffer of its own (dated_buffer.go), and text IDs come
 // from NextText and its kin (dated_ids.go).
 //
+// An allocator may serve one region of several (API.md §13; Config.Region,
+// region.go), sites that share no database: its IDs are then the numbers
+// ≡ ID (mod Count) of each fetched range, so the regions' stores never
+// issue the same ID. CheckRegion holds a store to the region it serves.
+//
 // Errors carry their meaning: every refusal is an *errs.Error with a Kind
 // of idalloc's vocabulary (bad_request, unknown_tag, exists, exhausted,
 // period_exhausted, unavailable, draining), the field at fault, and the
@@ -66,6 +71,11 @@ type Config struct {
 	// bytes, made at CreateTag); nil means crypto/rand.Reader. Only tests
 	// set it.
 	Rand io.Reader
+	// Region is where this instance serves (API.md §13, region.go): in
+	// region ID of Count its tags' numbers are those ≡ ID (mod Count).
+	// The zero Region is a single region, every number. The store must
+	// serve the same region (CheckRegion, which the caller runs first).
+	Region Region
 }
 
 // Observer receives events for metrics. Methods must be cheap and safe for
@@ -98,6 +108,8 @@ type Allocator struct {
 	// dated tag is created or served.
 	periods PeriodStore
 	cfg     Config
+	// region is cfg.Region with Count 0 written as 1.
+	region Region
 	// coarse is the clock dated claims read between boundaries.
 	coarse coarseClock
 	// clock bounds this instance's clock by the store's for dated tags;
@@ -128,10 +140,14 @@ type Allocator struct {
 }
 
 // New loads the tag list and starts the refresher. Errors: ErrInvalidConfig
-// for a negative field, or the store's when the first tag list cannot be read.
+// for a negative field or a Region that Region.Check refuses, or the
+// store's when the first tag list cannot be read.
 func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	if cfg.MaxStep < 0 || cfg.TagRefresh < 0 || cfg.WaitTimeout < 0 || cfg.FetchTimeout < 0 || cfg.MaxClockSkew < 0 {
 		return nil, fmt.Errorf("%w: negative MaxStep, TagRefresh, WaitTimeout, FetchTimeout or MaxClockSkew", ErrInvalidConfig)
+	}
+	if err := cfg.Region.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.MaxClockSkew == 0 {
 		cfg.MaxClockSkew = DefaultMaxClockSkew
@@ -158,7 +174,8 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	a := &Allocator{store: timedStore{store}, cfg: cfg, errStep: stepError(cfg.MaxStep), closing: make(chan struct{})}
+	a := &Allocator{store: timedStore{store}, cfg: cfg, region: cfg.Region.Normal(), errStep: stepError(cfg.MaxStep),
+		closing: make(chan struct{})}
 	if ps, ok := store.(PeriodStore); ok {
 		a.periods = timedPeriods{ps}
 	}
@@ -206,12 +223,13 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 			if id == prefetchAt {
 				b.prefetch()
 			}
-			// The one branch formats cost the hot path: only a
-			// scrambled tag's sequence number is not its ID.
-			if b.perm == nil {
+			// The one branch formats and regions cost the hot path:
+			// only a scrambled tag's, or a region's, index is not
+			// its ID.
+			if !b.mapped {
 				return id, nil
 			}
-			return b.scrambled(id)
+			return b.issue(id)
 		}
 		if err := b.advance(ctx, s); err != nil {
 			return 0, err
@@ -222,7 +240,8 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 // NextN fills dst with len(dst) strictly increasing IDs of tag. A batch larger
 // than what is buffered spans segments, so its IDs are not always contiguous.
 // A scrambled tag's batch holds the IDs of strictly increasing sequence
-// numbers: unique, but in no order, as its IDs always are.
+// numbers: unique, but in no order, as its IDs always are. In a region
+// (Config.Region) a batch's IDs are every Count-th number at best.
 // On error dst holds no usable IDs. A batch that fits in the current and the
 // prefetched segment is claimed whole or not at all, so its failure leaves no
 // gap; a larger one is claimed in parts, and a failure after the first part
@@ -238,8 +257,8 @@ func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	}
 	for filled := 0; filled < len(dst); {
 		n, err := b.claimBatch(ctx, dst[filled:])
-		if err == nil && b.perm != nil {
-			err = b.scrambleAll(dst[filled : filled+n])
+		if err == nil && b.mapped {
+			err = b.issueAll(dst[filled : filled+n])
 		}
 		if err != nil {
 			b.waste(int64(filled), WasteBatch)

@@ -20,8 +20,9 @@ import (
 const MaxUsableID = math.MaxInt64 - 1<<32
 
 // span is one reserved range [start, end] of the tag's sequence (the IDs
-// themselves but for scrambled tags, see format.go). cursor is the next
-// number to hand out;
+// themselves but for scrambled tags, see format.go), counted as indexes
+// of the allocator's region (region.go), which in a single region are the
+// numbers themselves. cursor is the next index to hand out;
 // a single ID is claimed with one atomic add, a batch by compare-and-set
 // (batch.go), so the range is served lock-free.
 //
@@ -32,8 +33,9 @@ type span struct {
 	start, end int64
 	prefetchAt int64 // the ID whose issue starts the background prefetch
 	// top is the store's max_id after the fetch that reserved the span:
-	// end, unless end was clamped to the format's last number. A give-back
-	// compares max_id with it.
+	// end's number, unless end was clamped to the format's last number,
+	// or the region's numbers stop short of it. A give-back compares
+	// max_id with it.
 	top    int64
 	_      [32]byte
 	cursor atomic.Int64
@@ -61,9 +63,12 @@ type buffer struct {
 	a   *Allocator
 	tag string
 	cur atomic.Pointer[span]
-	// perm is a scrambled tag's permutation, nil for every other format:
-	// the hot path's one branch, next to cur so that it costs no cache
-	// miss of its own.
+	// mapped: an index claimed is not the ID itself (issue, format.go),
+	// since the tag is scrambled or the allocator serves one region of
+	// several: the hot path's one branch, next to cur so that it costs
+	// no cache miss of its own.
+	mapped bool
+	// perm is a scrambled tag's permutation, nil for every other format.
 	perm *scramble.Permutation
 	// dated is a dated tag's per-period state, nil for every other
 	// format: the hot path's other branch, taken before any claim, since
@@ -74,7 +79,8 @@ type buffer struct {
 	// reserve ranges of that period's counter; nil otherwise.
 	per *period
 	// format, length and limit (the highest sequence number the format
-	// has an ID for) are the tag's row's, fixed at create.
+	// has an ID for, in the allocator's region) are the tag's row's,
+	// fixed at create.
 	format Format
 	length int
 	limit  int64
@@ -93,8 +99,9 @@ type buffer struct {
 	rowStep   int64     // the row's own step: the adaptive step's floor
 	lastFetch time.Time // when the last successful fetch ended
 	retired   int64     // IDs issued from segments no longer current
-	// highWater is the end of the highest range fetched so far: a range
-	// that does not start above it overlaps one this instance had.
+	// highWater is the end of the highest range fetched so far (the
+	// store's max_id after it, a number): a range that does not start
+	// above it overlaps one this instance had.
 	highWater int64
 	// rowStepSet counts setRowStep's calls: a fetch that began before
 	// one keeps the step set rather than the one it read (update.go).
@@ -123,12 +130,20 @@ const demandRetry = 200 * time.Millisecond
 // with a fault (logged here, once), rather than serve the tag in another
 // format than its users were promised.
 func newBuffer(a *Allocator, row Tag) *buffer {
-	b := &buffer{a: a, tag: row.AppTag, ready: make(chan struct{}), poke: make(chan struct{}, 1), randN: rand.N[time.Duration]}
+	// rowStep from the row, for the first fetch of a region, which
+	// asks for step·Count numbers (fetchLoop).
+	b := &buffer{a: a, tag: row.AppTag, rowStep: row.Step, ready: make(chan struct{}), poke: make(chan struct{}, 1),
+		randN: rand.N[time.Duration]}
 	b.cur.Store(emptySpan())
 	f, err := formatOf(row)
-	b.perm, b.format, b.length, b.limit = f.perm, f.format, f.length, f.limit
-	if err == nil && f.dated != nil && a.periods == nil {
+	b.perm, b.format, b.length, b.limit = f.perm, f.format, f.length, a.region.last(f.limit)
+	b.mapped = b.perm != nil || !a.region.Single()
+	switch {
+	case err != nil:
+	case f.dated != nil && a.periods == nil:
 		err = errors.New("the store keeps no per-period counters, which a dated tag's numbers are counted in")
+	case f.dated != nil && !a.region.Single():
+		err = errDatedRegions
 	}
 	if err != nil {
 		// %v, not %w: a row is not the client's input, so no front end

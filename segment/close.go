@@ -97,12 +97,16 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	}
 	b.waste(interleaved, WasteInterleaved)
 	log := b.a.cfg.Logger
+	// max_id goes back to just below the first unused index's number:
+	// in a region, the numbers of other residues between it and top
+	// were reserved with the range and never issued by anyone.
+	firstUnused := b.a.region.number(low)
 	var ok bool
 	var err error
 	if b.per != nil {
-		ok, err = b.a.periods.GiveBackPeriod(ctx, b.tag, b.per.key.Stamp, last.top, low-1)
+		ok, err = b.a.periods.GiveBackPeriod(ctx, b.tag, b.per.key.Stamp, last.top, firstUnused-1)
 	} else {
-		ok, err = b.a.store.GiveBack(ctx, b.tag, last.top, low-1)
+		ok, err = b.a.store.GiveBack(ctx, b.tag, last.top, firstUnused-1)
 	}
 	n, notBack := last.end-low+1, interleaved
 	switch {
@@ -114,9 +118,9 @@ func (b *buffer) giveBack(ctx context.Context) error {
 		notBack += n
 	default:
 		if b.per != nil {
-			log.Info("gave back unused IDs", "app_tag", b.tag, "period", b.per.key.Stamp, "ids", n, "next_id", low)
+			log.Info("gave back unused IDs", "app_tag", b.tag, "period", b.per.key.Stamp, "ids", n, "next_id", firstUnused)
 		} else {
-			log.Info("gave back unused IDs", "app_tag", b.tag, "ids", n, "next_id", low)
+			log.Info("gave back unused IDs", "app_tag", b.tag, "ids", n, "next_id", firstUnused)
 		}
 		o := b.owner()
 		o.mu.Lock()

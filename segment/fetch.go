@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,11 @@ func (b *buffer) fetchLoop() {
 			return
 		}
 		step := b.nextStepLocked()
+		if reg := b.a.region; !reg.Single() {
+			// step IDs of the region are step·Count numbers; the
+			// first fetch's step is the row's as last listed.
+			step = reg.delta(cmp.Or(step, b.rowStep))
+		}
 		rowStepSet := b.rowStepSet
 		b.mu.Unlock()
 
@@ -66,7 +72,10 @@ func (b *buffer) fetchLoop() {
 			// no ID is issued on a clock this fetch found wrong.
 			b.a.clock.observe(began, ended, f.Now)
 		}
+		// The range's numbers, and the indexes of the region's among
+		// them (region.go): [lo, hi], the same in a single region.
 		first := f.MaxID - f.Size + 1
+		lo, hi := b.a.region.index(first), b.a.region.indexBelow(min(f.MaxID, b.limit))
 		switch {
 		case err != nil:
 		case first > b.limit:
@@ -100,12 +109,15 @@ func (b *buffer) fetchLoop() {
 			// Clamped to the format's last number (MaxUsableID for
 			// sequential): the rest of the range has no IDs.
 			if b.per != nil && b.per.ended {
-				late = min(f.MaxID, b.limit) - first + 1
+				late = hi - lo + 1
 			} else {
-				b.next = newSpan(first, min(f.MaxID, b.limit), f.MaxID)
+				b.next = newSpan(lo, hi, f.MaxID)
 			}
 			b.highWater = f.MaxID
-			b.step, b.lastFetch, b.fetchTook = f.Size, ended, ended.Sub(began)
+			// The adaptive step counts the region's IDs, as the
+			// row's step does (0 after a range too small to hold
+			// one: the next fetch asks for the row's step).
+			b.step, b.lastFetch, b.fetchTook = f.Size/b.a.region.count(), ended, ended.Sub(began)
 			if b.rowStepSet == rowStepSet { // else a newer step was set meanwhile (setRowStep)
 				b.rowStep = f.Step
 			}

@@ -208,11 +208,17 @@ func formatOf(t Tag) (tagFormat, error) {
 	return f, nil
 }
 
-// scrambled returns the ID of sequence number n (from 1) of a scrambled
-// tag. The buffer's spans end at its limit, so n is always in range; the
-// error is for the impossible case, where issuing nothing is the only safe
-// answer.
-func (b *buffer) scrambled(n int64) (int64, error) {
+// issue returns the ID of index k: the number k·Count + ID of the
+// allocator's region (k itself in a single region), which a scrambled
+// tag's permutation maps on as its sequence number (from 1). The
+// buffer's spans end at its limit, so the number is always in range; the
+// error is for the impossible case, where issuing nothing is the only
+// safe answer.
+func (b *buffer) issue(k int64) (int64, error) {
+	n := b.a.region.number(k)
+	if b.perm == nil {
+		return n, nil
+	}
 	id, err := b.perm.Encode(uint64(n - 1))
 	if err != nil {
 		return 0, ErrExhausted
@@ -220,11 +226,10 @@ func (b *buffer) scrambled(n int64) (int64, error) {
 	return int64(id), nil
 }
 
-// scrambleAll turns the sequence numbers in dst into a scrambled tag's
-// IDs, in place.
-func (b *buffer) scrambleAll(dst []int64) error {
-	for i, n := range dst {
-		id, err := b.scrambled(n)
+// issueAll turns the indexes in dst into IDs, in place.
+func (b *buffer) issueAll(dst []int64) error {
+	for i, k := range dst {
+		id, err := b.issue(k)
 		if err != nil {
 			return err
 		}

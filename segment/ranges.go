@@ -32,6 +32,12 @@ const (
 var ErrNotConsecutive = invalid("as", "this tag's IDs are not runs of consecutive numbers "+
 	"(a scrambled or dated tag): ask for a list (count without as=ranges)", nil)
 
+// errRegionRanges: ranges asked of an instance of one region of several,
+// whose IDs are every region.count-th number. It is ErrNotConsecutive.
+var errRegionRanges = invalid("as", "this instance serves one region of several (region.count above 1), "+
+	"whose IDs are every region.count-th number, not runs of consecutive numbers: ask for a list "+
+	"(count without as=ranges)", ErrNotConsecutive)
+
 // NewRangeLimit is the rule of a ranges request's count, an integer from 1
 // to max (DefaultMaxRange when max < 1), refused in words that name
 // max_range. Its error is a case of ErrInvalidCount.
@@ -48,9 +54,13 @@ func NewRangeLimit(max int) CountLimit {
 // as NextN does: whole or not at all when the current and the prefetched
 // segment hold n, else in parts, and a failure after the first part loses
 // what was claimed (WasteBatch). On error it returns dst unchanged.
-// Errors as NextN's, and ErrNotConsecutive before anything is claimed.
+// Errors as NextN's, and ErrNotConsecutive before anything is claimed,
+// also for every tag of an allocator of one region of several.
 func (a *Allocator) NextRanges(ctx context.Context, tag string, n int64, dst []Range) ([]Range, error) {
 	b, err := a.consecutive(ctx, tag)
+	if err == nil && !a.region.Single() {
+		err = errRegionRanges
+	}
 	if err != nil {
 		return dst, err
 	}
@@ -76,7 +86,10 @@ func (a *Allocator) NextRanges(ctx context.Context, tag string, n int64, dst []R
 // NextRun claims one run of consecutive IDs of tag, from 1 to max of them:
 // as many as the current segment holds, up to max. It is for a caller that
 // needs its IDs in one piece (Tinyid's segment), and never waits while
-// the current segment has any left.
+// the current segment has any left. In one region of several
+// (Config.Region) the run's IDs are First, First+Count, …, Last, every
+// Count-th number (Tinyid's delta and remainder are the Region's Count
+// and ID): Len then counts the numbers from First to Last, not the IDs.
 // Errors as Next's, and ErrNotConsecutive before anything is claimed.
 func (a *Allocator) NextRun(ctx context.Context, tag string, max int64) (Range, error) {
 	b, err := a.consecutive(ctx, tag)
@@ -97,7 +110,7 @@ func (a *Allocator) NextRun(ctx context.Context, tag string, max int64) (Range, 
 			if v <= s.prefetchAt && s.prefetchAt < v+k {
 				b.prefetch()
 			}
-			return Range{First: v, Last: v + k - 1}, nil
+			return Range{First: a.region.number(v), Last: a.region.number(v + k - 1)}, nil
 		}
 		if err := b.advance(ctx, s); err != nil {
 			return Range{}, err

@@ -185,14 +185,22 @@ func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 // ErrInvalidDescription, ErrDescriptionNotText), ErrTagExists,
 // ErrFormatUnsupported (the store cannot keep formats yet; its words say
 // how to upgrade it; or, for a dated tag, ErrDatedUnsupported: the store
-// keeps no per-period counters), ErrUnavailable (a store fault, or no key
-// could be made), and dated's errors for a dated tag's fields.
+// keeps no per-period counters), ErrInvalidFormat naming format for a
+// dated or a scrambled tag in one region of several (Config.Region:
+// regions do not split a period's counter, nor share a key made here; see
+// region.go), ErrUnavailable (a store fault, or no key could be made),
+// and dated's errors for a dated tag's fields.
 func (a *Allocator) CreateTag(ctx context.Context, n NewTag) (Tag, error) {
 	t, err := checkNewTag(n, a.cfg.MaxStep, a.errStep)
 	if err != nil {
 		return Tag{}, err
 	}
-	if t.Format == FormatDated && a.periods == nil {
+	switch {
+	case t.Format == FormatDated && !a.region.Single():
+		return Tag{}, errDatedRegions
+	case t.Format == FormatScrambled && !a.region.Single():
+		return Tag{}, errScrambledRegions
+	case t.Format == FormatDated && a.periods == nil:
 		return Tag{}, ErrDatedUnsupported
 	}
 	if t.Format == FormatScrambled {

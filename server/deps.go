@@ -18,9 +18,14 @@ type Segments interface {
 	NextN(ctx context.Context, tag string, dst []int64) error
 	// NextRanges appends n IDs of tag as ranges to dst; NextRun claims
 	// one run of 1 to max of them. A tag whose IDs are not runs of
-	// numbers refuses both (segment.ErrNotConsecutive).
+	// numbers refuses both (segment.ErrNotConsecutive), as an allocator
+	// of one region of several refuses ranges; its run holds every
+	// Count-th number of Region.
 	NextRanges(ctx context.Context, tag string, n int64, dst []segment.Range) ([]segment.Range, error)
 	NextRun(ctx context.Context, tag string, max int64) (segment.Range, error)
+	// Region is where the allocator serves (API.md §13): its IDs are the
+	// numbers ≡ ID (mod Count), Tinyid's remainder and delta.
+	Region() segment.Region
 	Buffered(tag string) (int64, error)
 	TotalBuffered() int64
 	Stats() []segment.TagStats

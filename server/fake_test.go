@@ -122,6 +122,9 @@ func (f *fakeSegments) NextRun(ctx context.Context, tag string, max int64) (segm
 	return f.run(tag, max)
 }
 
+// Region: the fake serves every number, as a single region does.
+func (f *fakeSegments) Region() segment.Region { return segment.Region{} }
+
 func (f *fakeSegments) run(tag string, n int64) (segment.Range, error) {
 	if f.err != nil {
 		return segment.Range{}, f.err

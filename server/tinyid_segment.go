@@ -47,13 +47,16 @@ import (
 //     and the first ID at or above loadingId starts loading the next
 //     segment on a background thread.
 //
-// idalloc hands out one run of consecutive IDs of the tag (NextRun): what
-// is left of its current segment on this instance, at most max_range. A
-// run of k IDs from First is currentId First − 1, maxId its Last, and
-// loadingId currentId + k·20/100, as Tinyid computes it from its step, so
-// the client prefetches at the same point of the run; delta 1 and
-// remainder 0, which every tag of a single region has. Errors as nextId's
-// and nextIdSimple's (tinyid.go). Scrambled and dated tags are no runs of
+// idalloc hands out one run of IDs of the tag (NextRun): what is left of
+// its current segment on this instance, at most max_range. A run from
+// First to Last is currentId First − 1, maxId Last, and loadingId
+// currentId + (Last − currentId)·20/100, as Tinyid computes it from its
+// step, so the client prefetches at the same point of the run; delta and
+// remainder are the instance's region count and ID (API.md §13), 1 and 0
+// without regions: in region r of R the run is every R-th number from
+// First ≡ r, and the client, which aligns currentId to the remainder
+// before it adds delta, issues exactly those. Errors as nextId's and
+// nextIdSimple's (tinyid.go). Scrambled and dated tags are no runs of
 // consecutive numbers and are refused naming bizType.
 
 // tinyidLoadingPercent is how far into a segment Tinyid's client starts
@@ -66,9 +69,10 @@ var errNotRun = errs.E(errs.BadRequest, "bizType", "this tag's IDs are not runs 
 	"(a scrambled or dated tag), so no Tinyid segment can carry them: take them from nextId or nextIdSimple",
 	segment.ErrNotConsecutive)
 
-// tinyidRun is one segment for Tinyid's client: the IDs (current, max],
-// the next segment loaded from loading on.
-type tinyidRun struct{ current, loading, max int64 }
+// tinyidRun is one segment for Tinyid's client: the IDs (current, max]
+// that are ≡ remainder (mod delta), the next segment loaded from loading
+// on.
+type tinyidRun struct{ current, loading, max, delta, remainder int64 }
 
 // tinyidSegment reads a nextSegmentId or nextSegmentIdSimple call and
 // claims its run.
@@ -91,8 +95,8 @@ func (s *Server) tinyidSegment(w http.ResponseWriter, r *http.Request) (tinyidRu
 	if err != nil {
 		return tinyidRun{}, err
 	}
-	current := run.First - 1
-	return tinyidRun{current, current + run.Len()*tinyidLoadingPercent/100, run.Last}, nil
+	current, region := run.First-1, s.seg.Region().Normal()
+	return tinyidRun{current, current + (run.Last-current)*tinyidLoadingPercent/100, run.Last, region.Count, region.ID}, nil
 }
 
 // handleTinyidSegment serves /tinyid/id/nextSegmentId.
@@ -108,7 +112,9 @@ func (s *Server) handleTinyidSegment(w http.ResponseWriter, r *http.Request) int
 	b = strconv.AppendInt(b, run.loading, 10)
 	b = append(b, `,"currentId":`...)
 	b = strconv.AppendInt(b, run.current, 10)
-	*bp = append(b, `,"delta":1,"remainder":0},"code":200,"message":""}`...)
+	b = strconv.AppendInt(append(b, `,"delta":`...), run.delta, 10)
+	b = strconv.AppendInt(append(b, `,"remainder":`...), run.remainder, 10)
+	*bp = append(b, `},"code":200,"message":""}`...)
 	return sendPooledAs(w, springJSON, http.StatusOK, bp)
 }
 
@@ -123,6 +129,7 @@ func (s *Server) handleTinyidSegmentSimple(w http.ResponseWriter, r *http.Reques
 	b := strconv.AppendInt(*bp, run.current, 10)
 	b = strconv.AppendInt(append(b, ','), run.loading, 10)
 	b = strconv.AppendInt(append(b, ','), run.max, 10)
-	*bp = append(b, ",1,0"...)
+	b = strconv.AppendInt(append(b, ','), run.delta, 10)
+	*bp = strconv.AppendInt(append(b, ','), run.remainder, 10)
 	return sendPooledAs(w, springText, http.StatusOK, bp)
 }

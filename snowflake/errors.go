@@ -53,6 +53,9 @@ var (
 	ErrLayoutTooShort = errors.New("snowflake layout runs out of time within 10 years")
 	// ErrInvalidWorkerID means a worker ID outside 0..2^WorkerBits-1.
 	ErrInvalidWorkerID = errors.New("worker ID out of range")
+	// ErrTooManyRegions means more regions than the layout has worker IDs
+	// (Layout.RegionWorkerIDs): some region would have none.
+	ErrTooManyRegions = errors.New("more regions than snowflake worker IDs: raise snowflake.worker_bits or lower region.count")
 	// ErrInvalidSettings means a negative duration or StartAfterMS, or
 	// MaxDriftError below MaxDriftBlock.
 	ErrInvalidSettings = errors.New("invalid snowflake settings")

@@ -95,6 +95,27 @@ func (l Layout) check() error {
 // MaxWorkerID returns the highest worker ID the layout can carry, 2^WorkerBits-1.
 func (l Layout) MaxWorkerID() int64 { return 1<<l.WorkerBits - 1 }
 
+// RegionWorkerIDs returns the worker IDs of region id of count (API.md
+// §13): the n = ⌊2^WorkerBits / count⌋ IDs from first = id·n, so that the
+// regions' ranges are disjoint and instances of different regions never
+// share a worker ID although each region leases from a store of its own.
+// A region's lease store grants 0..n−1, and its generators add first.
+// A single region (count 0 or 1) has them all. Errors: ErrTooManyRegions
+// when count exceeds 2^WorkerBits (a region would have none), and
+// ErrInvalidWorkerID for an id outside 0..count−1.
+func (l Layout) RegionWorkerIDs(count, id int64) (first, n int64, err error) {
+	count = max(count, 1)
+	workers := l.MaxWorkerID() + 1
+	switch {
+	case count > workers:
+		return 0, 0, fmt.Errorf("%d regions, %d worker IDs (%d worker bits): %w", count, workers, l.WorkerBits, ErrTooManyRegions)
+	case id < 0 || id >= count:
+		return 0, 0, fmt.Errorf("region %d of %d: %w", id, count, ErrInvalidWorkerID)
+	}
+	n = workers / count
+	return id * n, n, nil
+}
+
 // MaxSequence returns the highest sequence number, 2^SequenceBits-1: a worker
 // issues at most MaxSequence+1 IDs per millisecond.
 func (l Layout) MaxSequence() int64 { return 1<<l.SequenceBits - 1 }

@@ -186,3 +186,35 @@ func TestLayoutEnd(t *testing.T) {
 		t.Errorf("End() = %v, want %v", got, want)
 	}
 }
+
+// TestRegionWorkerIDs: regions split the worker IDs into disjoint ranges
+// of ⌊2^bits / count⌋, and more regions than worker IDs are refused.
+func TestRegionWorkerIDs(t *testing.T) {
+	cases := []struct {
+		bits      int
+		count, id int64
+		first, n  int64
+		wantErr   error
+	}{
+		{10, 0, 0, 0, 1024, nil},
+		{10, 1, 0, 0, 1024, nil},
+		{10, 2, 1, 512, 512, nil},
+		{10, 3, 2, 682, 341, nil},
+		{2, 2, 0, 0, 2, nil},
+		{2, 2, 1, 2, 2, nil},
+		{2, 4, 3, 3, 1, nil},
+		{2, 5, 0, 0, 0, ErrTooManyRegions},
+		{10, 2, 2, 0, 0, ErrInvalidWorkerID},
+		{10, 2, -1, 0, 0, ErrInvalidWorkerID},
+	}
+	for _, c := range cases {
+		l, err := NewLayout(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), c.bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, n, err := l.RegionWorkerIDs(c.count, c.id)
+		if !errors.Is(err, c.wantErr) || first != c.first || n != c.n {
+			t.Errorf("%d bits, region %d of %d: %d, %d, %v; want %d, %d, %v", c.bits, c.id, c.count, first, n, err, c.first, c.n, c.wantErr)
+		}
+	}
+}

@@ -78,6 +78,7 @@ func TestSplitStatements(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS worker_layouts (",
 		"CREATE TABLE IF NOT EXISTS alloc_tokens (",
 		"CREATE TABLE IF NOT EXISTS audit_log (",
+		"CREATE TABLE IF NOT EXISTS idalloc_region (",
 	}
 	if len(got) != len(wantPrefixes) {
 		t.Fatalf("schema.sql splits into %d statements, want %d: %q", len(got), len(wantPrefixes), got)

@@ -17,13 +17,15 @@ var (
 )
 
 // Store is what Open returns, whichever driver it names: the segment
-// store with the period counters of dated tags, the lease store, the
+// store with the period counters of dated tags and the record of the
+// region it serves, the lease store, the
 // access tokens and audit log, the record of each cluster's snowflake
 // layout, and what idalloc migrate and advance move. Every driver of this
 // package is one.
 type Store interface {
 	segment.Store
 	segment.PeriodStore
+	segment.RegionStore
 	workerlease.Store
 	access.Store
 	// CheckLayout records cluster's snowflake layout on first use and

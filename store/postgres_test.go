@@ -116,7 +116,8 @@ func TestPostgresInitSchemaAddsColumns(t *testing.T) {
 	postgresRaw(t, dsn, postgresBeforeFormats...)
 	wantReports := [][]string{
 		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
-			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log"},
+			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log",
+			"created table idalloc_region"},
 		nil,
 	}
 	for i, want := range wantReports {
@@ -174,8 +175,8 @@ func TestPostgresInitSchemaAtOnce(t *testing.T) {
 		}
 	}
 	slices.Sort(reports)
-	want := []string{"created table alloc_tokens", "created table audit_log", "created table segment_periods", "created table segments",
-		"created table worker_layouts", "created table worker_leases"}
+	want := []string{"created table alloc_tokens", "created table audit_log", "created table idalloc_region", "created table segment_periods",
+		"created table segments", "created table worker_layouts", "created table worker_leases"}
 	if !slices.Equal(reports, want) {
 		t.Errorf("reports = %q, want %q once each", reports, want)
 	}

@@ -117,3 +117,19 @@ CREATE TABLE IF NOT EXISTS audit_log (
   detail  TEXT         NOT NULL,
   PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The region this database serves (API.md §13): with region.count R above
+-- 1, each region has a database of its own, whose tags' IDs are those ≡
+-- region_id (mod R). The first instance of a region records it (id is
+-- always 1: one row, inserted once, never changed); an instance configured
+-- as another region, or as none, refuses to start. A database of a single
+-- region has no row. A database made before it lacks only this table:
+-- -init-schema creates it, and only a start with region.count above 1
+-- needs it.
+CREATE TABLE IF NOT EXISTS idalloc_region (
+  id           INT         NOT NULL,
+  region_count BIGINT      NOT NULL,
+  region_id    BIGINT      NOT NULL,
+  recorded_at  DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

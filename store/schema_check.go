@@ -73,7 +73,7 @@ func timestampColumns(ctx context.Context, q sqlx.QueryerContext) ([]timestampCo
 	err := sqlx.SelectContext(ctx, q, &cols, `SELECT TABLE_NAME, COLUMN_NAME, IS_NULLABLE, COLUMN_DEFAULT, EXTRA, COLUMN_COMMENT
 		FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND DATA_TYPE = 'timestamp'
-			AND TABLE_NAME IN ('segments', 'segment_periods', 'worker_leases', 'worker_layouts', 'alloc_tokens', 'audit_log')
+			AND TABLE_NAME IN ('segments', 'segment_periods', 'worker_leases', 'worker_layouts', 'alloc_tokens', 'audit_log', 'idalloc_region')
 		ORDER BY TABLE_NAME, ORDINAL_POSITION`)
 	if err != nil {
 		return nil, fmt.Errorf("check column types: %w", err)

@@ -150,7 +150,8 @@ func TestMySQLInitSchemaAddsFormatColumns(t *testing.T) {
 	// What each start reports: the changes, then none.
 	wantReports := [][]string{
 		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
-			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log"},
+			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log",
+			"created table idalloc_region"},
 		nil,
 	}
 	for i, want := range wantReports {

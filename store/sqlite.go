@@ -75,6 +75,13 @@ CREATE TABLE IF NOT EXISTS audit_log (
   subject TEXT    NOT NULL,
   detail  TEXT    NOT NULL
 ) STRICT;
+
+CREATE TABLE IF NOT EXISTS idalloc_region (
+  id           INTEGER NOT NULL PRIMARY KEY,
+  region_count INTEGER NOT NULL,
+  region_id    INTEGER NOT NULL,
+  recorded_at  INTEGER NOT NULL DEFAULT 0
+) STRICT;
 `
 
 // sqliteSeed is schema.sql's seeded row. It runs after addSQLiteColumns,

@@ -53,6 +53,11 @@ that config names:
     + snowflake.max_drift_error, the longest a forgotten holder may still
     issue IDs), so the next holder of each worker ID starts after it.
 
+In the database of one region of several (API.md §13: region.count above
+1; the database's record says which, else the config), a tag's IDs are one
+number in region.count, and -by and the estimate count them: each max_id
+moves by region.count times as much.
+
 Each move is one compare-and-set, retried from the new value when an
 instance wrote in between; nothing is ever lowered. Bad input and unknown
 tags are refused before anything moves. It prints one line per tag (per
@@ -194,6 +199,11 @@ func runAdvance(args []string, stdout, stderr io.Writer, getenv func(string) str
 		return store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
 	}
 	defer st.Close()
+	if a.Segments {
+		if a.Region, err = advanceRegion(ctx, st, cfg); err != nil {
+			return err
+		}
+	}
 	var leases migrate.Leases
 	if a.Leases {
 		ls, closeLeases, err := openLeases(st, cfg.Lease)
@@ -210,6 +220,18 @@ func runAdvance(args []string, stdout, stderr io.Writer, getenv func(string) str
 		recordAdvance(ctx, st, a, stderr)
 	}
 	return nil
+}
+
+// advanceRegion is the region whose IDs a move counts: the one the
+// database records, which is what it serves, or else the config's (an
+// instance of several regions records its region at its first start, so
+// a database without a record has served a single region, or none yet).
+func advanceRegion(ctx context.Context, st segment.RegionStore, cfg config.Settings) (segment.Region, error) {
+	r, ok, err := st.RegionRecord(ctx)
+	if err != nil || ok {
+		return r, err
+	}
+	return cfg.Region.Region(), nil
 }
 
 // recordAdvance writes a run that moved the store to its audit log (API.md

@@ -186,6 +186,29 @@ func testAdvanceCommand(t *testing.T, d storetest.Driver) {
 	}
 }
 
+// TestAdvanceInARegion: on the database of region 1 of 2 (its record, not
+// the config, which says nothing of regions), -by counts the region's IDs:
+// each max_id moves by twice as much, and the summary counts IDs.
+func TestAdvanceInARegion(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.SQLite().NewDB(t)
+	st := db.Open(t)
+	if err := segment.CheckRegion(ctx, st, segment.Region{Count: 2, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q}`, db.DSN))
+	var out bytes.Buffer
+	if err := runAdvance([]string{"-config", cfgPath, "-by", "1000", "-only", "segments"}, &out, io.Discard, noEnv, sqlLeases); err != nil {
+		t.Fatal(err)
+	}
+	want := "region 1 of 2: each tag's max_id moves by 2 × the count, the region's IDs being one number in 2\n" +
+		"tag test_business: max_id 0 → 2000\n" +
+		"advanced: 1 tag moved, 1000 IDs in all\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 // TestAdvanceNamesTheDSNSource: refused credentials and a database
 // without idalloc's tables are fixed where the dsn was set, so advance
 // names that place, as the server's start does, never the password.

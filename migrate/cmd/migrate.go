@@ -28,7 +28,7 @@ import (
 // migrateUsage heads the flag list of `idalloc migrate -h`.
 const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres|leaf|tinyid] [-from-dsn DSN]
                        [-from-engine mysql|postgres|sqlite] [-to-driver mysql|postgres|sqlite]
-                       -to-dsn DSN [-init-schema] [-force]
+                       -to-dsn DSN [-init-schema] [-force] [-region-count R -region-id r]
 
 Carries every tag from one store to another so that no ID repeats after the
 move: on the target, a tag's max_id is raised to at least the source's (never
@@ -59,17 +59,24 @@ user may only read will do:
             tables there). Each biz_type becomes a tag with Tinyid's max_id
             and step; Tinyid's IDs are at most max_id, so idalloc's first is
             max_id + 1, the one Tinyid would have issued next. A row whose
-            delta is not 1 or whose remainder is not 0 (a sequence split
-            between databases) cannot be honoured: each is listed and
-            nothing is migrated. tiny_id_token's tokens are read and listed
-            by name and tags, never their secret. Stop Tinyid's servers
-            first.
+            delta and remainder split its sequence between databases is
+            honoured when they are the target's region (-region-count R
+            -region-id r: the IDs ≡ r mod R, which the target then records
+            as its region, API.md §13); without those flags, only delta 1
+            and remainder 0. Any other row cannot be honoured: each is
+            listed and nothing is migrated. tiny_id_token's tokens are read
+            and imported. Stop Tinyid's servers first.
 
 A tag idalloc cannot take (a name outside ^[A-Za-z0-9_.:-]{1,64}$, a step
 below 1, a max_id out of range) is not migrated: each is listed with the
 reason, every other tag is migrated, and the command exits with status 1.
 Create such a tag under a name idalloc accepts, with "start" above its
 max_id (POST /tags), and point its clients there.
+
+The region a source database serves (API.md §13: region.count above 1)
+comes with it: the target records the same, and a target that records
+another region is refused before anything is copied, since a database
+serves one region for good.
 
 A MySQL or PostgreSQL target must have idalloc's tables. -init-schema
 applies schema.sql (schema_postgres.sql) first, creating missing tables and
@@ -115,6 +122,8 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
 	initSchema := fs.Bool("init-schema", false, "prepare a MySQL or PostgreSQL target first: create missing tables, add the number-format columns, turn MySQL TIMESTAMP columns into DATETIME(3)")
 	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
+	regionCount := fs.Int64("region-count", 0, "with -from-driver tinyid: the region count R of the target, whose rows of delta R are honoured")
+	regionID := fs.Int64("region-id", 0, "with -from-driver tinyid: the target's region r, whose rows of remainder r are honoured")
 	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -129,10 +138,26 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	if !fromDSNSet && *fromDriver != "sqlite" {
 		return fmt.Errorf("-from-dsn is required with -from-driver %s", *fromDriver)
 	}
-	fromEngineSet := false
-	fs.Visit(func(f *flag.Flag) { fromEngineSet = fromEngineSet || f.Name == "from-engine" })
-	if fromEngineSet && *fromDriver != "tinyid" {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["from-engine"] && *fromDriver != "tinyid" {
 		return fmt.Errorf("-from-engine is for -from-driver tinyid; -from-driver %s names its engine itself", *fromDriver)
+	}
+	// The target's region, when the flags give it: a Tinyid source's
+	// rows of that delta and remainder are honoured, and the target
+	// records it. An idalloc source brings its own record.
+	var region *segment.Region
+	switch {
+	case (set["region-count"] || set["region-id"]) && *fromDriver != "tinyid":
+		return fmt.Errorf("-region-count and -region-id are for -from-driver tinyid; an idalloc source brings the region it records")
+	case set["region-id"] && !set["region-count"]:
+		return errors.New("-region-id needs -region-count")
+	case set["region-count"]:
+		region = &segment.Region{Count: *regionCount, ID: *regionID}
+		if err := region.Check(); err != nil || *regionCount < 1 {
+			return fmt.Errorf("-region-count %d -region-id %d: region.count must be from 1 to %d, region.id from 0 to region.count − 1",
+				*regionCount, *regionID, segment.MaxRegions)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -155,7 +180,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	tinyid, isTinyid := from.(tinyidSource)
 	if isTinyid {
 		// Before the target is opened, which -init-schema would change.
-		if err := checkTinyid(ctx, tinyid, report); err != nil {
+		if err := checkTinyid(ctx, tinyid, region, report); err != nil {
 			return err
 		}
 	}
@@ -178,6 +203,9 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("open target: %w", err)
 	}
 	defer to.Close()
+	if err := migrateRegion(ctx, from, to, region, report); err != nil {
+		return err
+	}
 	carried, tagsErr := migrateTags(ctx, from, to, report)
 	if tagsErr != nil && !errors.As(tagsErr, new(refusedTagsError)) {
 		return tagsErr
@@ -204,6 +232,7 @@ type source interface {
 	tagSource
 	periodSource
 	historySource
+	regionSource
 	LiveLeases(ctx context.Context) ([]store.LiveLease, error)
 	Close() error
 }

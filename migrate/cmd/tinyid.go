@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
@@ -31,41 +30,51 @@ func (e tinyidRefusedError) Error() string {
 }
 
 // checkTinyid refuses the whole migration when a row of tiny_id_info
-// splits its sequence (a delta other than 1, or a remainder other than
-// 0): Tinyid then issues only the IDs ≡ remainder (mod delta) from that
-// database, and another database issues the others, above this one's
-// max_id as often as below it. idalloc serves every number of a tag's
-// sequence, so carrying one such database over would repeat the IDs the
-// others issued; until regions (API.md §13) serve a residue, there is
-// nothing right to carry. Every such row is listed, then it returns a
-// tinyidRefusedError, before the target is opened: nothing changes.
-func checkTinyid(ctx context.Context, src tinyidSource, report func(string)) error {
+// splits its sequence otherwise than the target's region (region, nil for
+// a single region: delta 1, remainder 0): Tinyid then issues only the IDs
+// ≡ remainder (mod delta) from that database, and another database issues
+// the others, above this one's max_id as often as below it. A region of
+// idalloc (API.md §13) serves those same numbers when its count is delta
+// and its ID remainder, so such rows are honoured there; carried into
+// anything else, they would repeat the IDs the other databases issued.
+// Every row refused is listed, then it returns a tinyidRefusedError,
+// before the target is opened: nothing changes.
+func checkTinyid(ctx context.Context, src tinyidSource, region *segment.Region, report func(string)) error {
 	rows, err := src.Segments(ctx)
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
 	}
+	want := segment.Region{}.Normal()
+	if region != nil {
+		want = region.Normal()
+	}
 	refused := 0
 	for _, r := range rows {
-		var why []string
-		if r.Delta != 1 {
-			why = append(why, "delta "+strconv.FormatInt(r.Delta, 10)+" (idalloc issues every ID of a tag, not one in "+
-				strconv.FormatInt(r.Delta, 10)+")")
-		}
-		if r.Remainder != 0 {
-			why = append(why, "remainder "+strconv.FormatInt(r.Remainder, 10)+" (idalloc issues IDs of every remainder)")
-		}
-		if len(why) == 0 {
+		if r.Delta == want.Count && r.Remainder == want.ID {
 			continue
 		}
 		refused++
+		fix := "which no region of idalloc serves"
+		if split := (segment.Region{Count: r.Delta, ID: r.Remainder}); r.Delta >= 1 && split.Check() == nil {
+			fix = fmt.Sprintf("migrate it with -region-count %d -region-id %d into the database of that region", r.Delta, r.Remainder)
+		}
 		// %q: the name is the source's, not checked.
-		report(fmt.Sprintf("%q: CANNOT BE HONOURED: %s; idalloc has no regions yet to split a sequence between databases",
-			r.BizType, strings.Join(why, ", ")))
+		report(fmt.Sprintf("%q: CANNOT BE HONOURED: delta %d and remainder %d, and the target serves %s: %s",
+			r.BizType, r.Delta, r.Remainder, targetRegion(want), fix))
 	}
 	if refused > 0 {
 		return tinyidRefusedError{refused: refused, total: len(rows)}
 	}
 	return nil
+}
+
+// targetRegion names the region a Tinyid migration's target serves, as
+// its flags give it.
+func targetRegion(r segment.Region) string {
+	if r.Single() {
+		return "every number (no -region-count)"
+	}
+	return fmt.Sprintf("%s (-region-count %d -region-id %d)", r, r.Count, r.ID)
 }
 
 // tinyidGrant is one Tinyid token as idalloc's per-tag tokens take it

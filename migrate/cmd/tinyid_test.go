@@ -150,9 +150,11 @@ func TestMigrateFromTinyidRefusesSplitSequences(t *testing.T) {
 				t.Fatalf("migrate error = %v, want 3 of 4 rows refused\n%s", err, out.String())
 			}
 			for _, want := range []string{
-				`"test_odd": CANNOT BE HONOURED: delta 2 (idalloc issues every ID of a tag, not one in 2), remainder 1 (idalloc issues IDs of every remainder)`,
-				`"even": CANNOT BE HONOURED: delta 2 (`,
-				`"shifted": CANNOT BE HONOURED: remainder 3 (`,
+				`"test_odd": CANNOT BE HONOURED: delta 2 and remainder 1, and the target serves every number (no -region-count): ` +
+					`migrate it with -region-count 2 -region-id 1 into the database of that region`,
+				`"even": CANNOT BE HONOURED: delta 2 and remainder 0, `,
+				`"shifted": CANNOT BE HONOURED: delta 1 and remainder 3, and the target serves every number (no -region-count): ` +
+					`which no region of idalloc serves`,
 			} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())

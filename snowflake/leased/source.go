@@ -54,7 +54,10 @@ type leasedGenerator struct {
 // WorkerID, StartAfterMS (raised to each lease's LastTimestampMS) and Fence
 // set per session. layout is the deployment's, validated by its owner at
 // start (NewLayout, CheckLifetime, and a worker-ID range the layout holds);
-// base.Epoch and base.WorkerBits must be zero. base.Now must be the
+// base.Epoch and base.WorkerBits must be zero. base.WorkerID is the first
+// worker ID of the instance's region (snowflake.Layout.RegionWorkerIDs),
+// 0 without regions: each generator's worker ID is it plus its lease's,
+// so regions leasing from stores of their own never share one. base.Now must be the
 // sessions' clock, since the fence compares its readings with the lease
 // deadline. base.Observer, if set, is told by every session's generator, so
 // it sees every ID the Source issues. Errors: snowflake.ErrInvalidLayout
@@ -90,7 +93,7 @@ func (s *Source) generator() *leasedGenerator {
 	}
 	l := sess.Lease()
 	st := s.base
-	st.WorkerID = l.WorkerID
+	st.WorkerID = s.base.WorkerID + l.WorkerID
 	st.StartAfterMS = max(st.StartAfterMS, l.LastTimestampMS)
 	// The store's reservation already covers our own IDs; the previous
 	// generator is a second witness that costs nothing.
@@ -100,7 +103,7 @@ func (s *Source) generator() *leasedGenerator {
 	st.Fence = sess.Fence
 	g, err := snowflake.New(st)
 	if err != nil {
-		err = fmt.Errorf("snowflake generator for worker ID %d: %w", l.WorkerID, err)
+		err = fmt.Errorf("snowflake generator for worker ID %d: %w", st.WorkerID, err)
 	}
 	c := &leasedGenerator{session: sess, gen: g, err: err}
 	s.cur.Store(c)
@@ -167,6 +170,10 @@ func (s *Source) failed(c *leasedGenerator, err error) error {
 
 // Layout returns the layout of every ID the Source issues.
 func (s *Source) Layout() snowflake.Layout { return s.base.Layout }
+
+// WorkerID is the worker ID the IDs of a lease of leased carry: leased
+// plus the first worker ID of the Source's region (New's base.WorkerID).
+func (s *Source) WorkerID(leased int64) int64 { return s.base.WorkerID + leased }
 
 // LastTimestampMS returns the highest timestamp the current generator issued
 // (or its floor), 0 before the first: what Keeper.Close reports.

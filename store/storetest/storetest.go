@@ -2,8 +2,9 @@
 // any package's tests get a real store for every driver.
 //
 // Run(t, driver) proves the contract of segment.Store (and of
-// segment.PeriodStore, the counters of dated tags, and of access.Store,
-// the tokens and the audit log) against one driver,
+// segment.PeriodStore, the counters of dated tags, of segment.RegionStore,
+// the region a database serves, and of access.Store, the tokens and the
+// audit log) against one driver,
 // and LeaseTarget(driver) is the target on which workerlease's own suite
 // (leasetest) and snowflake/leased's of layouts (layouttest) run; package
 // store runs all three for every driver of Drivers, the one list of them.
@@ -54,6 +55,7 @@ import (
 type Store interface {
 	segment.Store
 	segment.PeriodStore
+	segment.RegionStore
 	workerlease.Store
 	access.Store
 	leased.LayoutRecorder
@@ -204,7 +206,7 @@ func Run(t *testing.T, d Driver) {
 	// One probe database up front skips the whole suite in one line rather
 	// than each case on its own.
 	d.NewDB(t)
-	cases := slices.Concat(segmentCases(), formatCases(), timeCases(), datedCases(), updateCases(), accessCases())
+	cases := slices.Concat(segmentCases(), formatCases(), timeCases(), datedCases(), updateCases(), accessCases(), regionCases())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

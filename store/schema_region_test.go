@@ -1,0 +1,57 @@
+package store_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/store/storetest"
+)
+
+// TestDatabaseBeforeRegions: a database from before regions (no
+// idalloc_region) starts as it is, and a single-region instance on it is
+// as before; an instance of several regions is refused with
+// ErrMissingTables naming the table and -init-schema, which creates it,
+// reporting it, after which the region is recorded. SQLite creates it at
+// its next open.
+func TestDatabaseBeforeRegions(t *testing.T) {
+	two := segment.Region{Count: 2, ID: 1}
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			ctx := t.Context()
+			db := d.NewDB(t)
+			db.Exec(t, "DROP TABLE idalloc_region")
+			st, _, err := openStore(t, db, false)
+			if err != nil {
+				t.Fatalf("a start without -init-schema: %v", err)
+			}
+			if err := segment.CheckRegion(ctx, st, segment.Region{}); err != nil {
+				t.Errorf("a single region without the table: %v", err)
+			}
+			if d.Name == "sqlite" {
+				if err := segment.CheckRegion(ctx, st, two); err != nil {
+					t.Errorf("%v after SQLite's open: %v", two, err)
+				}
+				return
+			}
+			err = segment.CheckRegion(ctx, st, two)
+			if !errors.Is(err, store.ErrMissingTables) || !strings.Contains(err.Error(), "idalloc_region") ||
+				!strings.Contains(err.Error(), "-init-schema") {
+				t.Errorf("%v without the table = %v; want %v naming idalloc_region and -init-schema", two, err, store.ErrMissingTables)
+			}
+			st, reports, err := openStore(t, db, true)
+			if err != nil {
+				t.Fatalf("-init-schema: %v", err)
+			}
+			if want := []string{"created table idalloc_region"}; !slices.Equal(reports, want) {
+				t.Errorf("-init-schema reported %q, want %q", reports, want)
+			}
+			if err := segment.CheckRegion(ctx, st, two); err != nil {
+				t.Errorf("%v after -init-schema: %v", two, err)
+			}
+		})
+	}
+}
