@@ -48,6 +48,8 @@ type reply struct {
 	RetryAfter  string  `json:"-"`
 	RespCode    int     `json:"resp_code"`
 	Msg         string  `json:"msg"`
+	Kind        string  `json:"kind"`
+	Field       string  `json:"field"`
 	ID          int64   `json:"id"`
 	IDs         []int64 `json:"ids"`
 	Status      string  `json:"status"`

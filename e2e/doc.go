@@ -26,6 +26,13 @@
 //   - max_conns (10,000) keep-alive connections held idle by one client:
 //     new clients are still answered within 2 s (it raises RLIMIT_NOFILE
 //     if it may, or skips);
+//   - two regions (region.count 2) on two private MariaDB servers, two
+//     instances each, the same tags created in both, under load for 30 s
+//     with region 1's server frozen for the middle 10 s: no ID of a tag
+//     twice, each region's IDs ≡ its region.id (mod 2) and interleaved
+//     with the other's, region 0's callers unaffected; snowflake worker IDs
+//     split between the regions (worker_bits 2, no ID twice); a database
+//     recorded as one region refuses instances configured as another;
 //   - a 3-node MariaDB Galera cluster (multi-primary) of its own, on loopback
 //     ports, shared by the Galera tests: concurrent store fetches through
 //     every node never overlap; three instances, one per node, step 10, issue

@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -74,60 +72,5 @@ func storeFigures(in *instance) string {
 	if c, ok := metricSum(in, "idalloc_store_conflicts_total"); ok {
 		s += fmt.Sprintf(", %.0f conflicts retried", c)
 	}
-	return s
-}
-
-// galeraLoad starts perInstance keep-alive clients of /alloc?app_tag=tag on
-// every instance, which run until wait is called or ctx ends; issued[i]
-// counts the IDs insts[i] handed out. wait stops them and returns them.
-func galeraLoad(ctx context.Context, insts []*instance, perInstance int, tag string, issued []*atomic.Int64) (wait func() []*loadWorker) {
-	var globalMax atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var workers []*loadWorker
-	for i, in := range insts {
-		for range perInstance {
-			w := &loadWorker{inst: in, c: newRawClient(in.addr, 10*time.Second)}
-			workers = append(workers, w)
-			wg.Go(func() {
-				defer w.c.close()
-				w.run(ctx, stop, "/alloc?app_tag="+tag, issued[i], &globalMax)
-			})
-		}
-	}
-	return sync.OnceValue(func() []*loadWorker {
-		close(stop)
-		wg.Wait()
-		return workers
-	})
-}
-
-// loadSummary is what the workers of galeraLoad saw, per instance and in all.
-type loadSummary struct {
-	ids                    []int64
-	perInst                map[string]int
-	unavailable, transport map[string]int
-	other                  int
-	firstOther             string
-	violations             []string
-	dups                   int
-	dupExamples            []int64
-}
-
-// summarize adds up what the workers saw and counts duplicate IDs.
-func summarize(workers []*loadWorker) loadSummary {
-	s := loadSummary{perInst: map[string]int{}, unavailable: map[string]int{}, transport: map[string]int{}}
-	for _, w := range workers {
-		s.ids = append(s.ids, w.ids...)
-		s.perInst[w.inst.name] += len(w.ids)
-		s.unavailable[w.inst.name] += w.unavailable
-		s.transport[w.inst.name] += w.transportErrs
-		s.other += w.other
-		if s.firstOther == "" {
-			s.firstOther = w.firstOther
-		}
-		s.violations = append(s.violations, w.violations...)
-	}
-	s.dups, s.dupExamples = checkUnique(s.ids)
 	return s
 }

@@ -32,7 +32,7 @@ func TestGaleraNodeKilled(t *testing.T) {
 	defer cancel()
 	issued := []*atomic.Int64{{}, {}, {}}
 	began := time.Now()
-	wait := galeraLoad(ctx, insts, perInstance, tag, issued)
+	wait := loadTag(ctx, insts, perInstance, tag, issued)
 	defer wait()
 	snapshot := func() []int64 {
 		s := make([]int64, len(issued))

@@ -188,7 +188,7 @@ func TestGaleraThreeInstancesNoDuplicates(t *testing.T) {
 	defer cancel()
 	issued := []*atomic.Int64{{}, {}, {}}
 	began := time.Now()
-	wait := galeraLoad(ctx, insts, perInstance, tag, issued)
+	wait := loadTag(ctx, insts, perInstance, tag, issued)
 	defer wait()
 	select {
 	case <-time.After(runFor):

@@ -149,20 +149,8 @@ func (in *instance) startOnce(initSchema bool, attempt int) error {
 		in.mu.Unlock()
 		return err
 	}
-	args := []string{"-config", in.cfgPath}
-	if initSchema {
-		args = append(args, "-init-schema")
-	}
-	cmd := exec.Command(in.env.bin, args...)
-	cmd.Dir = filepath.Dir(in.cfgPath)
-	cmd.Env = append(os.Environ(),
-		"IDALLOC_HTTP_ADDR="+in.addr,
-		"IDALLOC_DRIVER="+in.driver,
-		"IDALLOC_DSN="+in.dsn,
-		"IDALLOC_ADMIN_TOKEN=",
-	)
+	cmd := in.command(initSchema)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		in.mu.Unlock()
@@ -200,6 +188,25 @@ func (in *instance) startOnce(initSchema bool, attempt int) error {
 			return fmt.Errorf("%s: /health not 200 within 20s (last: %+v, %v)", in.name, r, err)
 		}
 	}
+}
+
+// command is the idalloc command line of an incarnation: in's config file,
+// address, driver and DSN, no admin token.
+func (in *instance) command(initSchema bool) *exec.Cmd {
+	args := []string{"-config", in.cfgPath}
+	if initSchema {
+		args = append(args, "-init-schema")
+	}
+	cmd := exec.Command(in.env.bin, args...)
+	cmd.Dir = filepath.Dir(in.cfgPath)
+	cmd.Env = append(os.Environ(),
+		"IDALLOC_HTTP_ADDR="+in.addr,
+		"IDALLOC_DRIVER="+in.driver,
+		"IDALLOC_DSN="+in.dsn,
+		"IDALLOC_ADMIN_TOKEN=",
+	)
+	cmd.SysProcAttr = childAttr()
+	return cmd
 }
 
 func (in *instance) current() *process {
@@ -297,11 +304,17 @@ func (in *instance) cleanup() {
 // createTag creates tag with step through POST /tags (loopback, no token).
 func (in *instance) createTag(t *testing.T, tag string, step int64) {
 	t.Helper()
-	r, err := in.ctl.post("/tags", fmt.Sprintf(`{"app_tag":%q,"step":%d}`, tag, step))
+	in.postTag(t, fmt.Sprintf(`{"app_tag":%q,"step":%d}`, tag, step))
+}
+
+// postTag creates the tag body describes through POST /tags.
+func (in *instance) postTag(t *testing.T, body string) {
+	t.Helper()
+	r, err := in.ctl.post("/tags", body)
 	if err != nil {
 		t.Fatalf("%s: POST /tags: %v", in.name, err)
 	}
 	if r.HTTPStatus != http.StatusCreated || r.RespCode != 0 {
-		t.Fatalf("%s: POST /tags %s: HTTP %d %+v, want 201 resp_code 0", in.name, tag, r.HTTPStatus, r)
+		t.Fatalf("%s: POST /tags %s: HTTP %d %+v, want 201 resp_code 0", in.name, body, r.HTTPStatus, r)
 	}
 }

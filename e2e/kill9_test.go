@@ -2,150 +2,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// loadWorker is one client goroutine of a load test: one keep-alive
-// connection to one instance, requests one after another.
-type loadWorker struct {
-	inst *instance
-	c    getter
-
-	ids []int64
-	// byGen is, per incarnation of inst, the range of the IDs this worker
-	// got from it (only replies whose incarnation is certain).
-	byGen map[int64]*idRange
-	// runs counts the sequences checked for strict increase (one per
-	// incarnation met); violations describes the IDs that broke one.
-	runs       int
-	violations []string
-	ambiguous  int // replies during a restart: incarnation unknown
-
-	transportErrs int
-	unavailable   int // resp_code 3
-	other         int // any other failure
-	firstOther    string
-}
-
-type idRange struct {
-	min, max int64
-	n        int
-}
-
-func (r *idRange) add(id int64) {
-	if r.n == 0 || id < r.min {
-		r.min = id
-	}
-	if r.n == 0 || id > r.max {
-		r.max = id
-	}
-	r.n++
-}
-
-func (r *idRange) merge(o *idRange) {
-	if o == nil || o.n == 0 {
-		return
-	}
-	if r.n == 0 || o.min < r.min {
-		r.min = o.min
-	}
-	if r.n == 0 || o.max > r.max {
-		r.max = o.max
-	}
-	r.n += o.n
-}
-
-// atomicMax raises m to v.
-func atomicMax(m *atomic.Int64, v int64) {
-	for {
-		cur := m.Load()
-		if v <= cur || m.CompareAndSwap(cur, v) {
-			return
-		}
-	}
-}
-
-// run requests path until stop or ctx ends. A reply belongs to incarnation g
-// when inst.gen read g both before and after it; the IDs of one worker from
-// one incarnation must strictly increase.
-func (w *loadWorker) run(ctx context.Context, stop <-chan struct{}, path string, issued, globalMax *atomic.Int64) {
-	w.byGen = map[int64]*idRange{}
-	curGen, last := int64(-1), int64(0)
-	pause := func() {
-		select {
-		case <-time.After(10 * time.Millisecond):
-		case <-stop:
-		case <-ctx.Done():
-		}
-	}
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		default:
-		}
-		g0 := w.inst.gen.Load()
-		r, err := w.c.get(path)
-		g1 := w.inst.gen.Load()
-		switch {
-		case err != nil:
-			w.transportErrs++
-			pause()
-			continue
-		case r.RespCode == 3 && r.HTTPStatus == http.StatusServiceUnavailable:
-			w.unavailable++
-			pause()
-			continue
-		case r.RespCode != 0 || r.HTTPStatus != http.StatusOK:
-			w.other++
-			if w.firstOther == "" {
-				w.firstOther = fmt.Sprintf("HTTP %d resp_code %d %q", r.HTTPStatus, r.RespCode, r.Msg)
-			}
-			pause()
-			continue
-		}
-		w.ids = append(w.ids, r.ID)
-		issued.Add(1)
-		atomicMax(globalMax, r.ID)
-		if g0 != g1 {
-			w.ambiguous++
-			continue
-		}
-		if g0 != curGen {
-			curGen, last = g0, 0
-			w.runs++
-		}
-		if r.ID <= last && len(w.violations) < 5 {
-			w.violations = append(w.violations, fmt.Sprintf("%s incarnation %d: id %d after %d", w.inst.name, g0, r.ID, last))
-		}
-		last = r.ID
-		rg := w.byGen[g0]
-		if rg == nil {
-			rg = &idRange{}
-			w.byGen[g0] = rg
-		}
-		rg.add(r.ID)
-	}
-}
-
-// waitFor polls cond every 10ms until it holds or ctx ends.
-func waitFor(ctx context.Context, cond func() bool) bool {
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return true
-}
 
 // TestKillNineThreeInstances: three instances share one database and a tag
 // of step 7 (adaptive step capped at 50, so segments are fetched all the
@@ -184,11 +45,11 @@ func TestKillNineThreeInstances(t *testing.T) {
 	began := time.Now()
 	for _, in := range insts {
 		for range perInstance {
-			w := &loadWorker{inst: in, c: newRawClient(in.addr, 5*time.Second)}
+			w := &loadWorker{inst: in, c: newRawClient(in.addr, 5*time.Second), path: "/alloc?app_tag=" + tag}
 			workers = append(workers, w)
 			wg.Go(func() {
 				defer w.c.close()
-				w.run(ctx, stop, "/alloc?app_tag="+tag, &issued, &globalMax)
+				w.run(ctx, stop, &issued, &globalMax)
 			})
 		}
 	}

@@ -26,6 +26,9 @@ type suiteEnv struct {
 	dir string // temporary root, removed by TestMain
 	bin string // the idalloc binary, built without -race
 	db  *mariaDB
+	// mariadbd and installDB are the server binaries db was started from,
+	// for the tests that start another server of their own.
+	mariadbd, installDB string
 }
 
 var suite struct {
@@ -37,6 +40,7 @@ var suite struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	closeRegions() // its server's files are under the suite's directory
 	if suite.env != nil {
 		suite.env.close()
 	}
@@ -73,7 +77,7 @@ func startSuite() (*suiteEnv, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	env := &suiteEnv{dir: dir}
+	env := &suiteEnv{dir: dir, mariadbd: mariadbd, installDB: installDB}
 	if env.bin, err = buildtest.Idalloc(); err != nil {
 		env.close()
 		return nil, "", err

@@ -29,7 +29,7 @@ func TestPostgresSyncFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	issued := []*atomic.Int64{{}, {}, {}}
-	wait := galeraLoad(ctx, insts, 4, tag, issued)
+	wait := loadTag(ctx, insts, 4, tag, issued)
 	defer wait()
 	if !grown(ctx, issued, 500, 30*time.Second) {
 		wait()
@@ -97,7 +97,7 @@ func TestPostgresAsyncFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	issued := []*atomic.Int64{{}, {}, {}}
-	wait := galeraLoad(ctx, insts, 4, tag, issued)
+	wait := loadTag(ctx, insts, 4, tag, issued)
 	defer wait()
 	if !grown(ctx, issued, 500, 30*time.Second) {
 		wait()
@@ -130,7 +130,7 @@ func TestPostgresAsyncFailover(t *testing.T) {
 	out := runAdvance(t, env, insts[0], "-by", "1000000")
 	t.Logf("idalloc advance -by 1000000:\n%s", out)
 	issued = []*atomic.Int64{{}, {}, {}}
-	wait = galeraLoad(ctx, insts, 4, tag, issued)
+	wait = loadTag(ctx, insts, 4, tag, issued)
 	resumed := time.Now()
 	if !grown(ctx, issued, 500, 60*time.Second) {
 		wait()

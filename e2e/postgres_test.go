@@ -54,7 +54,7 @@ func TestPostgresThreeInstancesNoDuplicates(t *testing.T) {
 	defer cancel()
 	issued := []*atomic.Int64{{}, {}, {}}
 	began := time.Now()
-	wait := galeraLoad(ctx, insts, 8, tag, issued)
+	wait := loadTag(ctx, insts, 8, tag, issued)
 	defer wait()
 	select {
 	case <-time.After(runFor):
