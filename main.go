@@ -12,20 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/migrate/cmd"
 )
-
-// gcPercent replaces Go's default GOGC of 100 unless GOGC is set. idalloc's
-// live heap is under a few MB, so at 100 the collector runs every ~4 MB
-// allocated: over 60 times a second at 80k req/s on one core, about 4% of
-// the CPU and a pause in every request in flight. At 400 it runs a quarter as
-// often for ~12 MB more memory.
-const gcPercent = 400
 
 func main() {
 	args := os.Args[1:]
@@ -72,7 +64,7 @@ func run(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
+		defer paceGC()() // gcpace.go
 	}
 
 	// ctx ends at the first SIGINT/SIGTERM (cause frontend.ErrStopSignal),

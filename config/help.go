@@ -92,5 +92,5 @@ func printEnvironment(out io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\n", o.Name, o.Key)
 	}
 	tw.Flush()
-	fmt.Fprint(out, "\nGOGC, when set, replaces idalloc's own default of 400.\n")
+	fmt.Fprint(out, "\nGOGC, when set, replaces idalloc's own pace of 400 (a small heap) to 100 (from 12 MB live).\n")
 }

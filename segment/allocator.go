@@ -40,8 +40,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
+	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,14 +119,20 @@ type Allocator struct {
 	// errStep refuses a step above cfg.MaxStep in words that name it.
 	errStep *errs.Error
 
-	// tags is replaced whole (copy on write) so lookups take no lock.
-	tags   atomic.Pointer[map[string]*buffer]
-	tagsMu sync.Mutex // serialises replacements of tags and rows
-	// rows are the store's rows as of the last tag-list reload, sorted by
-	// AppTag, plus the tags created here since; replaced whole, like tags.
-	rows       atomic.Pointer[[]Tag]
-	reloadMu   sync.Mutex   // one reload at a time; misses TryLock it
-	lastReload atomic.Int64 // UnixNano of the last reload's start
+	// index finds the buffer of each tag served, without a lock; list is
+	// what Tags shows. tagsMu serialises additions to index, and orders
+	// them with list's changes.
+	index  bufferIndex
+	list   tagList
+	tagsMu sync.Mutex
+	// reloadMu: one reload at a time (misses TryLock it); it guards
+	// reloads. lastReload is the UnixNano of the last reload's start.
+	reloadMu   sync.Mutex
+	reloads    reloadState
+	lastReload atomic.Int64
+	// randN returns a random duration in [0, n), for the fetch loops'
+	// jitter: rand.N, or a fixed choice in tests.
+	randN func(n time.Duration) time.Duration
 
 	// lifeMu orders Close against fetch starts: a fetch starts only while
 	// not closed, so Close's wait covers every fetch goroutine.
@@ -181,9 +186,10 @@ func New(ctx context.Context, store Store, cfg Config) (*Allocator, error) {
 	}
 	a.clock.bound, a.clock.log = cfg.MaxClockSkew, cfg.Logger
 	a.coarse.on = coarse
-	a.tags.Store(&map[string]*buffer{})
-	a.rows.Store(&[]Tag{})
-	if err := a.reload(ctx); err != nil {
+	a.index.init()
+	a.list.init()
+	a.randN = mrand.N[time.Duration]
+	if err := a.reload(ctx, true); err != nil {
 		return nil, err
 	}
 	a.wg.Add(1)
@@ -204,7 +210,7 @@ func (a *Allocator) Now() time.Time { return a.cfg.Now() }
 // *dated.ExhaustedError (dated.ErrPeriodExhausted) and
 // dated.ErrClockRange.
 func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
-	b := (*a.tags.Load())[tag]
+	b := a.index.hot(tag)
 	if b == nil {
 		var err error
 		if b, err = a.buffer(ctx, tag); err != nil {
@@ -273,7 +279,7 @@ func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 // minReloadGap however many misses arrive, so unknown tags cannot flood the
 // store.
 func (a *Allocator) buffer(ctx context.Context, tag string) (*buffer, error) {
-	if b := (*a.tags.Load())[tag]; b != nil {
+	if b := a.index.get(tag); b != nil {
 		return b, nil
 	}
 	if !ValidTag(tag) {
@@ -286,16 +292,16 @@ func (a *Allocator) buffer(ctx context.Context, tag string) (*buffer, error) {
 		return nil, ErrUnknownTag
 	}
 	defer a.reloadMu.Unlock()
-	if b := (*a.tags.Load())[tag]; b != nil {
+	if b := a.index.get(tag); b != nil {
 		return b, nil
 	}
 	if a.sinceReload() < minReloadGap {
 		return nil, ErrUnknownTag
 	}
-	if err := a.reloadLocked(ctx); err != nil {
+	if err := a.reloadLocked(ctx, false); err != nil {
 		return nil, ErrUnavailable
 	}
-	if b := (*a.tags.Load())[tag]; b != nil {
+	if b := a.index.get(tag); b != nil {
 		return b, nil
 	}
 	return nil, ErrUnknownTag
@@ -303,96 +309,4 @@ func (a *Allocator) buffer(ctx context.Context, tag string) (*buffer, error) {
 
 func (a *Allocator) sinceReload() time.Duration {
 	return a.now().Sub(time.Unix(0, a.lastReload.Load()))
-}
-
-func (a *Allocator) reload(ctx context.Context) error {
-	a.reloadMu.Lock()
-	defer a.reloadMu.Unlock()
-	return a.reloadLocked(ctx)
-}
-
-func (a *Allocator) reloadLocked(ctx context.Context) error {
-	a.lastReload.Store(a.now().UnixNano())
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.FetchTimeout)
-	defer cancel()
-	rows, err := a.store.Tags(ctx)
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(rows, func(x, y Tag) int { return strings.Compare(x.AppTag, y.AppTag) })
-	a.tagsMu.Lock()
-	a.addTagsLocked(rows)
-	// The list Tags shows: keys dropped (a copy, so the store's rows stay
-	// as they were), formats spelled out.
-	shown := slices.Clone(rows)
-	for i := range shown {
-		shown[i].FormatKey = nil
-		if shown[i].Format == "" {
-			shown[i].Format = FormatSequential
-		}
-	}
-	old := *a.rows.Load()
-	a.rows.Store(&shown)
-	m := *a.tags.Load()
-	a.tagsMu.Unlock()
-	// Outside tagsMu, which no buffer lock is ever taken under; reloadMu
-	// still orders it against UpdateTag's.
-	followSteps(m, old, shown)
-	return nil
-}
-
-// addTagsLocked makes the tags of rows servable, each in its row's format;
-// tagsMu must be held. Tags that vanish from the store are kept: their
-// buffered IDs are still reserved and unique. A tag served already keeps
-// its buffer and format: formats never change.
-func (a *Allocator) addTagsLocked(rows []Tag) {
-	old := *a.tags.Load()
-	var added []Tag
-	for _, r := range rows {
-		if _, ok := old[r.AppTag]; !ok && ValidTag(r.AppTag) {
-			added = append(added, r)
-		}
-	}
-	if len(added) == 0 {
-		return
-	}
-	// Sized for what it holds: every reload lists every tag, and a map
-	// sized for old+names would hold twice the slots it needs.
-	m := make(map[string]*buffer, len(old)+len(added))
-	for k, v := range old {
-		m[k] = v
-	}
-	for _, r := range added {
-		b := newBuffer(a, r)
-		if b.dated != nil {
-			a.hasDated.Store(true)
-		}
-		m[r.AppTag] = b
-	}
-	a.tags.Store(&m)
-}
-
-func (a *Allocator) refreshLoop() {
-	defer a.wg.Done()
-	t := time.NewTicker(a.cfg.TagRefresh)
-	defer t.Stop()
-	var clockTick <-chan time.Time // nil, never ready, without a PeriodStore
-	if a.periods != nil {
-		c := time.NewTicker(min(a.cfg.TagRefresh, clockRecheck))
-		defer c.Stop()
-		clockTick = c.C
-	}
-	for {
-		select {
-		case <-a.closing:
-			return
-		case <-t.C:
-			// A failed reload keeps the list it has; the next tick tries again.
-			if err := a.reload(context.Background()); err != nil {
-				a.cfg.Logger.Warn("reload tag list", "err", err)
-			}
-		case <-clockTick:
-			a.checkClock()
-		}
-	}
 }

@@ -154,7 +154,7 @@ func (b *buffer) awaitNext(ctx context.Context) error {
 			return err
 		}
 		b.mu.Lock()
-		if b.failing && b.next == nil && (b.per == nil || !b.per.ended) {
+		if b.trouble != nil && b.next == nil && (b.per == nil || !b.per.ended) {
 			err := b.fetchErrLocked()
 			b.mu.Unlock()
 			return err

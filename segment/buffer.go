@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/idalloc/idalloc/scramble"
 )
@@ -22,35 +22,55 @@ const MaxUsableID = math.MaxInt64 - 1<<32
 // span is one reserved range [start, end] of the tag's sequence (the IDs
 // themselves but for scrambled tags, see format.go), counted as indexes
 // of the allocator's region (region.go), which in a single region are the
-// numbers themselves. cursor is the next index to hand out;
-// a single ID is claimed with one atomic add, a batch by compare-and-set
-// (batch.go), so the range is served lock-free.
-//
-// The read-only fields and the cursor sit on separate cache lines: under
-// contention the cursor's line moves between cores on every claim, and the
-// bounds read after it would otherwise miss with it.
+// numbers themselves. cursor is the next index to hand out; a single ID
+// is claimed with one atomic add, a batch by compare-and-set (batch.go),
+// so the range is served lock-free.
 type span struct {
+	cursor     atomic.Int64
 	start, end int64
 	prefetchAt int64 // the ID whose issue starts the background prefetch
 	// top is the store's max_id after the fetch that reserved the span:
 	// end's number, unless end was clamped to the format's last number,
 	// or the region's numbers stop short of it. A give-back compares
 	// max_id with it.
-	top    int64
-	_      [32]byte
-	cursor atomic.Int64
-	_      [56]byte
+	top int64
 }
 
-func newSpan(start, end, top int64) *span {
-	s := &span{start: start, end: end, prefetchAt: start + (end-start+1)/10, top: top}
+// paddedSpan holds the span of a busy tag with its cursor and its bounds
+// on cache lines of their own: under contention the cursor's line moves
+// between cores on every claim, and the bounds, read before it, would
+// otherwise miss with it. A 128-byte object is 128-aligned (Go's size
+// class 128 packs a page with them), so the cursor is the last word of
+// the first line and the bounds open the second, with nothing else on
+// either. A tag fetched once, most of 100,000, has a plain span: 48 bytes
+// rather than 128.
+type paddedSpan struct {
+	_ [cacheLine - 8]byte // the first line: only the cursor, span's first word, at its end
+	s span
+	_ [cacheLine - (unsafe.Sizeof(span{}) - 8)]byte // the rest of the second line, after the bounds
+}
+
+const cacheLine = 64
+
+// newSpan is a span of [start, end] with top, padded (paddedSpan) when the
+// tag is busy.
+func newSpan(start, end, top int64, padded bool) *span {
+	var s *span
+	if padded {
+		s = &new(paddedSpan).s
+	} else {
+		s = new(span)
+	}
+	s.start, s.end, s.prefetchAt, s.top = start, end, start+(end-start+1)/10, top
 	s.cursor.Store(start)
 	return s
 }
 
-// emptySpan is the span of a tag that has nothing buffered yet: every claim on it
-// fails and sends the caller to the slow path.
-func emptySpan() *span { return newSpan(1, 0, 0) }
+// noSpan is the span of every tag that has nothing buffered yet: every claim
+// on it fails (its cursor, 1 or past, is above its end, 0) and sends the
+// caller to the slow path, which pulls the cursor back (advance). One for
+// all: a tag never fetched costs no span.
+var noSpan = newSpan(1, 0, 0, false)
 
 func (s *span) size() int64 { return max(0, s.end-s.start+1) }
 
@@ -58,10 +78,10 @@ func (s *span) size() int64 { return max(0, s.end-s.start+1) }
 func (s *span) left() int64 { return max(0, s.end-max(s.cursor.Load(), s.start)+1) }
 
 // buffer is the double buffer of one tag: cur is served lock-free; mu guards
-// everything else, and is never held across I/O.
+// everything else, and is never held across I/O. It is kept small, since an
+// instance may serve 100,000 tags (API.md §13): what only some tags need
+// (a failing fetch's state, a waiter's channel) is made when needed.
 type buffer struct {
-	a   *Allocator
-	tag string
 	cur atomic.Pointer[span]
 	// mapped: an index claimed is not the ID itself (issue, format.go),
 	// since the tag is scrambled or the allocator serves one region of
@@ -75,48 +95,96 @@ type buffer struct {
 	// a dated tag's IDs come from the buffer of the current period
 	// (dated_buffer.go), not from this one.
 	dated *datedTag
+	a     *Allocator
+	tag   string
+	// kind is the row's format, length and limit, fixed at create, and
+	// why the row cannot be served, if it cannot.
+	kind *formatKind
 	// per is set on a dated tag's buffer of one period, whose fetches
 	// reserve ranges of that period's counter; nil otherwise.
 	per *period
-	// format, length and limit (the highest sequence number the format
-	// has an ID for, in the allocator's region) are the tag's row's,
-	// fixed at create.
-	format Format
-	length int
-	limit  int64
-	// broken, when set, is why the tag's row cannot be served: its fetch
-	// fails with it, without asking the store, and nothing is issued.
-	broken error
 
-	mu        sync.Mutex
-	next      *span         // the prefetched segment, nil when none
-	fetching  bool          // a fetch loop is running (at most one per tag)
-	ready     chan struct{} // closed and replaced whenever a fetch attempt ends
-	failing   bool          // the last fetch attempt failed
-	lastErr   error
-	lastTry   time.Time // when the last fetch attempt ended
+	mu       sync.Mutex
+	fetching bool // a fetch loop is running (at most one per tag)
+	// rowStepSet counts setRowStep's calls: a fetch that began before
+	// one keeps the step set rather than the one it read (update.go).
+	rowStepSet uint32
+	next       *span // the prefetched segment, nil when none
+	// ready is closed when the fetch attempt under way ends; made for
+	// the first request that waits for it, nil when none does.
+	ready chan struct{}
+	// trouble is the last fetch attempt's failure; nil when it succeeded
+	// (or none ended yet).
+	trouble   *fetchTrouble
 	step      int64     // the adaptive step of the last fetch; 0 before the first
 	rowStep   int64     // the row's own step: the adaptive step's floor
 	lastFetch time.Time // when the last successful fetch ended
-	retired   int64     // IDs issued from segments no longer current
+	// fetchTook is how long the last successful fetch took (snapshot.go).
+	fetchTook time.Duration
+	retired   int64 // IDs issued from segments no longer current
 	// highWater is the end of the highest range fetched so far (the
 	// store's max_id after it, a number): a range that does not start
 	// above it overlaps one this instance had.
 	highWater int64
-	// rowStepSet counts setRowStep's calls: a fetch that began before
-	// one keeps the step set rather than the one it read (update.go).
-	rowStepSet uint64
-	// poke cuts the fetch loop's backoff short when requests find nothing
-	// buffered (see demandRetry).
-	poke chan struct{}
-	// randN returns a random duration in [0, n), for the fetch loop's
-	// jitter: rand.N, or a fixed choice in tests.
-	randN func(n time.Duration) time.Duration
 	// givenBack and wasted count IDs handed back on Close and IDs reserved
 	// but never to be issued (waste.go).
 	givenBack, wasted int64
-	// fetchTook is how long the last successful fetch took (snapshot.go).
-	fetchTook time.Duration
+}
+
+// fetchTrouble is a buffer's state while its fetches fail.
+type fetchTrouble struct {
+	err error     // the last attempt's
+	at  time.Time // when it ended
+	// poke cuts the fetch loop's backoff short when requests find nothing
+	// buffered (see demandRetry).
+	poke chan struct{}
+}
+
+// formatKind is what a buffer keeps of its row's format beyond the hot
+// path's perm and dated: the format and length it shows, the highest
+// sequence number the format has an ID for, and broken, why the row
+// cannot be served (its fetches fail with it, without asking the store,
+// and nothing is issued), nil when it can. Tags of one format and length
+// share one (kindOf).
+type formatKind struct {
+	format Format
+	length int
+	limit  int64
+	broken error
+}
+
+// sharedKinds are the formatKinds of sequential, fixed_length and
+// scrambled tags that can be served, by format and length.
+var sharedKinds = func() map[kindKey]*formatKind {
+	m := map[kindKey]*formatKind{}
+	add := func(t Tag) {
+		if f, err := formatOf(t); err == nil {
+			m[kindKey{f.format, f.length}] = &formatKind{format: f.format, length: f.length, limit: f.limit}
+		}
+	}
+	add(Tag{Format: FormatSequential})
+	for n := 1; n <= MaxLength; n++ {
+		add(Tag{Format: FormatFixedLength, Length: n})
+	}
+	for n := MinScrambledLength; n <= MaxLength; n++ {
+		add(Tag{Format: FormatScrambled, Length: n, FormatKey: make([]byte, scramble.KeySize)})
+	}
+	return m
+}()
+
+type kindKey struct {
+	format Format
+	length int
+}
+
+// kindOf is the formatKind of f in region reg, broken by broken (nil when
+// it is not). The shared kinds are a single region's: in one of several
+// the format's last number is the region's (reg.last).
+func kindOf(f tagFormat, reg Region, broken error) *formatKind {
+	if k := sharedKinds[kindKey{f.format, f.length}]; k != nil && broken == nil && reg.Single() {
+		return k
+	}
+	return &formatKind{format: f.format, length: f.length, limit: reg.last(f.limit), broken: broken}
 }
 
 // demandRetry: while requests find nothing buffered and the store fails,
@@ -132,11 +200,10 @@ const demandRetry = 200 * time.Millisecond
 func newBuffer(a *Allocator, row Tag) *buffer {
 	// rowStep from the row, for the first fetch of a region, which
 	// asks for step·Count numbers (fetchLoop).
-	b := &buffer{a: a, tag: row.AppTag, rowStep: row.Step, ready: make(chan struct{}), poke: make(chan struct{}, 1),
-		randN: rand.N[time.Duration]}
-	b.cur.Store(emptySpan())
+	b := &buffer{a: a, tag: row.AppTag, rowStep: row.Step}
+	b.cur.Store(noSpan)
 	f, err := formatOf(row)
-	b.perm, b.format, b.length, b.limit = f.perm, f.format, f.length, a.region.last(f.limit)
+	b.perm = f.perm
 	b.mapped = b.perm != nil || !a.region.Single()
 	switch {
 	case err != nil:
@@ -145,15 +212,17 @@ func newBuffer(a *Allocator, row Tag) *buffer {
 	case f.dated != nil && !a.region.Single():
 		err = errDatedRegions
 	}
+	var broken error
 	if err != nil {
 		// %v, not %w: a row is not the client's input, so no front end
 		// may answer it as an invalid one.
-		b.broken = fmt.Errorf("%w: %v", errBadRow, err)
+		broken = fmt.Errorf("%w: %v", errBadRow, err)
 		a.cfg.Logger.Error("tag not served: its row's number format is not one this instance can serve",
-			"app_tag", row.AppTag, "format", string(row.Format), "length", row.Length, "err", b.broken)
+			"app_tag", row.AppTag, "format", string(row.Format), "length", row.Length, "err", broken)
 	} else if f.dated != nil {
 		b.dated = newDatedTag(b, f.dated)
 	}
+	b.kind = kindOf(f, a.region, broken)
 	return b
 }
 
@@ -212,7 +281,7 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 			return err
 		}
 		b.mu.Lock()
-		if b.failing && b.next == nil && b.cur.Load() == s && (b.per == nil || !b.per.ended) {
+		if b.trouble != nil && b.next == nil && b.cur.Load() == s && (b.per == nil || !b.per.ended) {
 			err := b.fetchErrLocked()
 			b.mu.Unlock()
 			return err
@@ -225,21 +294,32 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 // and the loop backing off (answer now rather than hold the request until the
 // next attempt), or a final error was seen within the last second.
 func (b *buffer) fetchLocked() (<-chan struct{}, error) {
-	switch {
-	case b.fetching && b.failing:
-		if b.a.now().Sub(b.lastTry) >= demandRetry {
+	switch tr := b.trouble; {
+	case b.fetching && tr != nil:
+		if b.a.now().Sub(tr.at) >= demandRetry {
 			select {
-			case b.poke <- struct{}{}:
+			case tr.poke <- struct{}{}:
 			default:
 			}
 		}
 		return nil, ErrUnavailable
-	case !b.fetching && b.failing && isFinal(b.lastErr) && b.a.now().Sub(b.lastTry) < time.Second:
-		return nil, b.lastErr
+	case !b.fetching && tr != nil && isFinal(tr.err) && b.a.now().Sub(tr.at) < time.Second:
+		return nil, tr.err
 	case !b.fetching:
 		b.startFetchLocked()
 	}
+	if b.ready == nil {
+		b.ready = make(chan struct{})
+	}
 	return b.ready, nil
+}
+
+// wakeLocked wakes whoever waits for the fetch attempt that ended (ready).
+func (b *buffer) wakeLocked() {
+	if b.ready != nil {
+		close(b.ready)
+		b.ready = nil
+	}
 }
 
 // waitFetch waits for a fetch attempt to end, bounded by timer, ctx and the
@@ -260,8 +340,8 @@ func (b *buffer) waitFetch(ctx context.Context, ready <-chan struct{}, timer *ti
 // fetchErrLocked is the answer to a fetch attempt that ended without a
 // segment: its own error when retrying cannot cure it, else ErrUnavailable.
 func (b *buffer) fetchErrLocked() error {
-	if isFinal(b.lastErr) {
-		return b.lastErr
+	if b.trouble != nil && isFinal(b.trouble.err) {
+		return b.trouble.err
 	}
 	return ErrUnavailable
 }

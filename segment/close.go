@@ -23,11 +23,11 @@ func (a *Allocator) Close(ctx context.Context) error {
 		if err := a.waitGoroutines(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		for _, b := range *a.tags.Load() {
+		a.index.each(func(b *buffer) {
 			if err := b.giveBack(ctx); err != nil {
 				errs = append(errs, err)
 			}
-		}
+		})
 		a.closeErr = errors.Join(errs...)
 	})
 	return a.closeErr
@@ -71,7 +71,7 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	s := b.cur.Load()
-	b.cur.Store(emptySpan())
+	b.cur.Store(noSpan)
 	// Swap past the end: a claim racing with Close either got an ID below
 	// the swapped-out cursor (it is issued) or lands past the end and fails.
 	unusedFrom := max(s.cursor.Swap(s.end+1), s.start)

@@ -29,7 +29,15 @@ func (s *stubStore) Fetch(context.Context, string, int64) (Fetched, error) {
 func (s *stubStore) GiveBack(context.Context, string, int64, int64) (bool, error) { return false, nil }
 func (s *stubStore) Tags(context.Context) ([]Tag, error)                          { return []Tag{{AppTag: "t", Step: 10}}, nil }
 func (s *stubStore) CreateTag(context.Context, Tag) error                         { return nil }
-func (s *stubStore) Ping(context.Context) error                                   { return nil }
+func (s *stubStore) CreateTags(_ context.Context, tags []Tag) ([]bool, error) {
+	return make([]bool, len(tags)), nil
+}
+
+// TagsSince answers the one row as changed, whatever it is asked.
+func (s *stubStore) TagsSince(context.Context, time.Time, string, int) ([]Tag, time.Time, error) {
+	return []Tag{{AppTag: "t", Step: 10}}, time.Now(), nil
+}
+func (s *stubStore) Ping(context.Context) error { return nil }
 
 func (s *stubStore) UpdateTag(context.Context, string, TagChange) (Tag, error) {
 	return Tag{}, errors.New("not kept")
@@ -49,7 +57,7 @@ func TestNoFetchStartsAfterClose(t *testing.T) {
 	}
 	before := st.fetches.Load()
 	// A claim of the prefetch ID that lost the race with Close calls this late.
-	(*a.tags.Load())["t"].prefetch()
+	a.index.get("t").prefetch()
 	a.wg.Wait()
 	if got := st.fetches.Load(); got != before {
 		t.Fatalf("a prefetch after Close fetched: fetches went from %d to %d", before, got)
@@ -69,7 +77,7 @@ func TestFailedClaimsCannotWrapTheCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.fail.Store(true)
-	b := (*a.tags.Load())["t"]
+	b := a.index.get("t")
 	for {
 		if _, err := a.Next(ctx, "t"); err != nil {
 			break
@@ -185,7 +193,7 @@ func TestFetchRetriesAreJittered(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				(*a.tags.Load())["t"].randN = tt.randN // before the fetch loop starts
+				a.randN = tt.randN // before the fetch loop starts
 				if _, err := a.Next(context.Background(), "t"); !errors.Is(err, ErrUnavailable) {
 					t.Fatalf("Next with the store down: got %v, want ErrUnavailable", err)
 				}

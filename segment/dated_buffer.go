@@ -266,8 +266,7 @@ func (d *datedTag) retire(p *buffer) {
 	}
 	// Wake whoever waits for a fetch of it: they claim again, in the
 	// period the clock reads, rather than wait for a range never served.
-	close(p.ready)
-	p.ready = make(chan struct{})
+	p.wakeLocked()
 	high := p.highWater
 	p.mu.Unlock()
 	d.issued += issued
@@ -288,9 +287,8 @@ func (d *datedTag) retire(p *buffer) {
 // its counter, which must not go back). d.mu is held.
 func (d *datedTag) newPeriod(k dated.Key, prev *buffer) *buffer {
 	h := d.head
-	b := &buffer{a: d.a, tag: h.tag, format: h.format, length: h.length, limit: h.limit,
-		ready: make(chan struct{}), poke: make(chan struct{}, 1), randN: h.randN}
-	b.cur.Store(emptySpan())
+	b := &buffer{a: d.a, tag: h.tag, kind: h.kind}
+	b.cur.Store(noSpan)
 	var took time.Duration
 	if prev != nil {
 		prev.mu.Lock()

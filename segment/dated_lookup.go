@@ -13,7 +13,7 @@ func (a *Allocator) DatedFormat(tag string) *dated.Format {
 	if !a.hasDated.Load() {
 		return nil
 	}
-	if b := (*a.tags.Load())[tag]; b != nil && b.dated != nil {
+	if b := a.index.get(tag); b != nil && b.dated != nil {
 		return b.dated.f
 	}
 	return nil

@@ -46,7 +46,7 @@ func (d *datedTag) snapshot() TagSnapshot {
 	h.mu.Lock()
 	snap.GivenBack, snap.Wasted = h.givenBack, h.wasted
 	h.mu.Unlock()
-	snap.AppTag, snap.Format, snap.Length = h.tag, h.format, h.length
+	snap.AppTag, snap.Format, snap.Length = h.tag, h.kind.format, h.kind.length
 	snap.Issued += d.issued
 	return snap
 }

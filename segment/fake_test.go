@@ -2,7 +2,9 @@ package segment_test
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,16 +16,24 @@ import (
 // Real databases are exercised through storeDrivers; this one exists for the
 // faults and counts a real database cannot be made to produce on demand.
 type fakeStore struct {
-	mu      sync.Mutex
-	rows    map[string]*segment.Tag
+	mu    sync.Mutex
+	rows  map[string]*segment.Tag
+	names []string // the keys of rows, sorted, for TagsSince; nil when rows changed since
+	// clock is the store's clock, which stamps every write and TagsSince's
+	// asOf; nil means time.Now.
+	clock   func() time.Time
 	failing atomic.Bool // every call fails while set
 	// failAfter, when above 0, makes every fetch after that many fail.
 	failAfter atomic.Int64
-	fetches   atomic.Int64 // fetches started
-	returned  atomic.Int64 // fetches that returned
-	lists     atomic.Int64
+	fetches   atomic.Int64  // fetches started
+	returned  atomic.Int64  // fetches that returned
+	lists     atomic.Int64  // TagsSince calls
+	listed    atomic.Int64  // rows TagsSince answered
 	updates   atomic.Int64  // UpdateTag calls
 	delay     time.Duration // added to each Fetch
+	// createFailAt, when above 0, makes CreateTags fail after writing the
+	// tags before that index, as a store failing at a chunk does.
+	createFailAt int
 }
 
 var errDown = &downError{}
@@ -67,6 +77,7 @@ func (f *fakeStore) Fetch(ctx context.Context, tag string, step int64) (segment.
 		return segment.Fetched{}, segment.ErrExhausted
 	}
 	r.MaxID += step
+	r.UpdateTime = f.now()
 	return segment.Fetched{MaxID: r.MaxID, Size: step, Step: r.Step}, nil
 }
 
@@ -80,7 +91,7 @@ func (f *fakeStore) GiveBack(_ context.Context, tag string, oldMax, newMax int64
 	if r == nil || r.MaxID != oldMax {
 		return false, nil
 	}
-	r.MaxID = newMax
+	r.MaxID, r.UpdateTime = newMax, f.now()
 	return true, nil
 }
 
@@ -98,6 +109,59 @@ func (f *fakeStore) Tags(context.Context) ([]segment.Tag, error) {
 	return out, nil
 }
 
+// TagsSince answers as the stores do: the rows written at or after since
+// (every write stamps its row with the store's clock), after after, in
+// AppTag order, at most limit.
+func (f *fakeStore) TagsSince(_ context.Context, since time.Time, after string, limit int) ([]segment.Tag, time.Time, error) {
+	f.lists.Add(1)
+	if f.failing.Load() {
+		return nil, time.Time{}, errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	asOf := f.now()
+	if f.names == nil {
+		f.names = slices.Sorted(maps.Keys(f.rows))
+	}
+	i, _ := slices.BinarySearch(f.names, after)
+	var out []segment.Tag
+	for _, name := range f.names[i:] {
+		if r := f.rows[name]; name > after && !r.UpdateTime.Before(since) {
+			out = append(out, *r)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	f.listed.Add(int64(len(out)))
+	return out, asOf, nil
+}
+
+func (f *fakeStore) now() time.Time {
+	if f.clock != nil {
+		return f.clock()
+	}
+	return time.Now()
+}
+
+// add puts row in the store as it is, as an operator's INSERT would;
+// f.mu is held.
+func (f *fakeStore) addLocked(row segment.Tag) {
+	f.rows[row.AppTag] = &row
+	f.names = nil
+}
+
+// edit changes tag's row as an operator's statement would, which may
+// leave its update_time as it was, or delete it (fn returns false).
+func (f *fakeStore) edit(tag string, fn func(r *segment.Tag) (keep bool)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !fn(f.rows[tag]) {
+		delete(f.rows, tag)
+		f.names = nil
+	}
+}
+
 func (f *fakeStore) CreateTag(_ context.Context, t segment.Tag) error {
 	if f.failing.Load() {
 		return errDown
@@ -107,9 +171,30 @@ func (f *fakeStore) CreateTag(_ context.Context, t segment.Tag) error {
 	if _, ok := f.rows[t.AppTag]; ok {
 		return segment.ErrTagExists
 	}
-	t.MaxID = t.Start - 1
-	f.rows[t.AppTag] = &t
+	t.MaxID, t.UpdateTime = t.Start-1, f.now()
+	f.addLocked(t)
 	return nil
+}
+
+// CreateTags creates the tags that do not exist, all at once.
+func (f *fakeStore) CreateTags(_ context.Context, tags []segment.Tag) ([]bool, error) {
+	if f.failing.Load() {
+		return nil, errDown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	created := make([]bool, len(tags))
+	for i, t := range tags {
+		if i == f.createFailAt && i > 0 {
+			return created[:i], errDown
+		}
+		if _, ok := f.rows[t.AppTag]; !ok {
+			t.MaxID, t.UpdateTime = t.Start-1, f.now()
+			f.addLocked(t)
+			created[i] = true
+		}
+	}
+	return created, nil
 }
 
 func (f *fakeStore) UpdateTag(_ context.Context, tag string, c segment.TagChange) (segment.Tag, error) {
@@ -129,6 +214,7 @@ func (f *fakeStore) UpdateTag(_ context.Context, tag string, c segment.TagChange
 	if c.Description != nil {
 		r.Description = *c.Description
 	}
+	r.UpdateTime = f.now()
 	return *r, nil
 }
 

@@ -54,14 +54,15 @@ func (b *buffer) fetchLoop() {
 		// highWater, the store's max_id after this instance's last fetch,
 		// at or past the format's last number: the tag is spent, and
 		// asking the store would only move max_id further.
-		asked := b.broken == nil && b.highWater < b.limit
+		k := b.kind
+		asked := k.broken == nil && b.highWater < k.limit
 		switch {
-		case b.broken != nil:
-			err = b.broken
+		case k.broken != nil:
+			err = k.broken
 		case !asked:
 			err = ErrExhausted
 		case b.per != nil:
-			f, err = b.a.periods.FetchPeriod(ctx, b.tag, b.per.key.Stamp, b.per.d.f.Start(), b.limit, step)
+			f, err = b.a.periods.FetchPeriod(ctx, b.tag, b.per.key.Stamp, b.per.d.f.Start(), k.limit, step)
 		default:
 			f, err = b.a.store.Fetch(ctx, b.tag, step)
 		}
@@ -75,10 +76,10 @@ func (b *buffer) fetchLoop() {
 		// The range's numbers, and the indexes of the region's among
 		// them (region.go): [lo, hi], the same in a single region.
 		first := f.MaxID - f.Size + 1
-		lo, hi := b.a.region.index(first), b.a.region.indexBelow(min(f.MaxID, b.limit))
+		lo, hi := b.a.region.index(first), b.a.region.indexBelow(min(f.MaxID, k.limit))
 		switch {
 		case err != nil:
-		case first > b.limit:
+		case first > k.limit:
 			err = ErrExhausted
 		case first <= b.highWater: // only fetch loops use it, one at a time
 			err = fmt.Errorf("%w: got (%d, %d], had up to %d", ErrRewound, f.MaxID-f.Size, f.MaxID, b.highWater)
@@ -93,15 +94,15 @@ func (b *buffer) fetchLoop() {
 		}
 
 		b.mu.Lock()
-		if errors.Is(err, ErrRewound) && !errors.Is(b.lastErr, ErrRewound) {
+		tr := b.trouble
+		if errors.Is(err, ErrRewound) && (tr == nil || !errors.Is(tr.err, ErrRewound)) {
 			b.a.cfg.Logger.Error("segment fetch refused: range overlaps one already received", "app_tag", b.tag, "err", err)
 		}
-		b.lastTry = ended
 		// Log transitions only: a store down for an hour is two lines.
 		switch log := b.a.cfg.Logger; {
-		case err == nil && b.failing:
+		case err == nil && tr != nil:
 			log.Info("segment fetch recovered", "app_tag", b.tag)
-		case err != nil && !b.failing:
+		case err != nil && tr == nil:
 			log.Warn("segment fetch failed; retrying in the background", "app_tag", b.tag, "err", err)
 		}
 		var late int64 // a range that came after its period ended
@@ -111,7 +112,10 @@ func (b *buffer) fetchLoop() {
 			if b.per != nil && b.per.ended {
 				late = hi - lo + 1
 			} else {
-				b.next = newSpan(lo, hi, f.MaxID)
+				// A tag's first range is plain: most tags of many are
+				// fetched once. One fetched again is in use, and its
+				// ranges are padded against contention.
+				b.next = newSpan(lo, hi, f.MaxID, b.step != 0)
 			}
 			b.highWater = f.MaxID
 			// The adaptive step counts the region's IDs, as the
@@ -121,12 +125,15 @@ func (b *buffer) fetchLoop() {
 			if b.rowStepSet == rowStepSet { // else a newer step was set meanwhile (setRowStep)
 				b.rowStep = f.Step
 			}
-			b.failing, b.lastErr = false, nil
+			b.trouble = nil
 		} else {
-			b.failing, b.lastErr = true, err
+			if tr == nil {
+				tr = &fetchTrouble{poke: make(chan struct{}, 1)}
+				b.trouble = tr
+			}
+			tr.err, tr.at = err, ended
 		}
-		close(b.ready)
-		b.ready = make(chan struct{})
+		b.wakeLocked()
 		if err == nil || isFinal(err) || b.a.closed.Load() || b.per != nil && b.per.ended {
 			b.fetching = false
 			b.mu.Unlock()
@@ -135,7 +142,7 @@ func (b *buffer) fetchLoop() {
 		}
 		b.mu.Unlock()
 		select { // a poke from before this attempt is answered by it
-		case <-b.poke:
+		case <-tr.poke:
 		default:
 		}
 
@@ -144,10 +151,10 @@ func (b *buffer) fetchLoop() {
 		// moment; without it they would all retry in lockstep, each
 		// retry a burst on the store just back. The fixed half keeps a
 		// tag's retries at least backoff/2 apart.
-		t := time.NewTimer(backoff/2 + b.randN(backoff/2+1))
+		t := time.NewTimer(backoff/2 + b.a.randN(backoff/2+1))
 		select {
 		case <-t.C:
-		case <-b.poke:
+		case <-tr.poke:
 			t.Stop()
 		case <-b.a.closing:
 			t.Stop()
@@ -195,6 +202,5 @@ func (b *buffer) adaptedStepLocked() int64 {
 // ended and claim again in the next.
 func (b *buffer) endPeriodFetchLocked() {
 	b.fetching = false
-	close(b.ready)
-	b.ready = make(chan struct{})
+	b.wakeLocked()
 }

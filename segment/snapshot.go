@@ -2,7 +2,6 @@ package segment
 
 import (
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -44,13 +43,12 @@ type TagSnapshot struct {
 // bookkeeping, as Stats does; the ID path (Next's claim) never takes it,
 // and the lock is held for a few loads.
 func (a *Allocator) AppendSnapshots(dst []TagSnapshot) []TagSnapshot {
-	// tags before rows: a reload in between leaves rows newer, naming a
-	// tag or two without a buffer here yet, which the next call shows.
-	m := *a.tags.Load()
-	rows := *a.rows.Load()
+	// A row is listed once its buffer is made (Allocator.apply), so every
+	// listed row has one, but a row whose name no tag may have.
+	rows := a.list.get()
 	from := len(dst)
 	for i := range rows {
-		if b := m[rows[i].AppTag]; b != nil {
+		if b := a.index.get(rows[i].AppTag); b != nil {
 			s := b.snapshot()
 			if s.RowStep == 0 {
 				s.RowStep = rows[i].Step
@@ -58,14 +56,14 @@ func (a *Allocator) AppendSnapshots(dst []TagSnapshot) []TagSnapshot {
 			dst = append(dst, s)
 		}
 	}
-	if len(dst)-from == len(m) {
+	if len(dst)-from >= a.index.len() {
 		return dst
 	}
-	for tag, b := range m {
-		if _, listed := slices.BinarySearchFunc(rows, tag, func(r Tag, t string) int { return strings.Compare(r.AppTag, t) }); !listed {
+	a.index.each(func(b *buffer) {
+		if _, listed := slices.BinarySearchFunc(rows, b.tag, compareTag); !listed {
 			dst = append(dst, b.snapshot())
 		}
-	}
+	})
 	return dst
 }
 
@@ -82,7 +80,7 @@ func (b *buffer) snapshot() TagSnapshot {
 		LastFetch:     b.lastFetch,
 		LastFetchTook: b.fetchTook,
 		Fetching:      b.fetching,
-		Failing:       b.failing,
+		Failing:       b.trouble != nil,
 	}
 	if b.next != nil {
 		snap.Prefetched = b.next.size()

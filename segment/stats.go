@@ -31,19 +31,14 @@ func (a *Allocator) Buffered(tag string) (int64, error) {
 // TotalBuffered returns the IDs buffered over all tags.
 func (a *Allocator) TotalBuffered() int64 {
 	var n int64
-	for _, b := range *a.tags.Load() {
-		n += b.stats().Buffered
-	}
+	a.index.each(func(b *buffer) { n += b.stats().Buffered })
 	return n
 }
 
 // Stats reports every known tag.
 func (a *Allocator) Stats() []TagStats {
-	m := *a.tags.Load()
-	out := make([]TagStats, 0, len(m))
-	for _, b := range m {
-		out = append(out, b.stats())
-	}
+	out := make([]TagStats, 0, a.index.len())
+	a.index.each(func(b *buffer) { out = append(out, b.stats()) })
 	return out
 }
 
@@ -58,7 +53,7 @@ func (b *buffer) stats() TagStats {
 
 func (b *buffer) statsLocked() TagStats {
 	s := b.cur.Load()
-	st := TagStats{AppTag: b.tag, Format: b.format, Length: b.length, Step: b.step, Buffered: s.left(),
+	st := TagStats{AppTag: b.tag, Format: b.kind.format, Length: b.kind.length, Step: b.step, Buffered: s.left(),
 		Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}
 	if b.next != nil {
 		st.Buffered += b.next.size()

@@ -28,6 +28,28 @@ type Store interface {
 	// sequential, and one whose start the store does not know has Start 0.
 	Tags(ctx context.Context) ([]Tag, error)
 
+	// TagsSince lists, as Tags does and in AppTag order (bytewise), the
+	// rows whose update_time is at or after since (every row when since
+	// is zero) and whose AppTag sorts after after (every one when after
+	// is ""), at most limit of them (every one when limit is 0); and
+	// asOf, the store's clock read just before it looked. Every write of
+	// a row sets its update_time to the store's clock (Fetch, GiveBack,
+	// CreateTag, CreateTags, UpdateTag), so the rows changed after asOf
+	// are in the next answer from asOf, but for a write that commits
+	// late: its update_time is the clock when its statement ran, which
+	// may be before asOf. The Allocator asks from asOf less a margin for
+	// those (changeOverlap), and reads every row now and then.
+	TagsSince(ctx context.Context, since time.Time, after string, limit int) (rows []Tag, asOf time.Time, err error)
+
+	// CreateTags inserts rows as CreateTag does, in chunks of many rows,
+	// each chunk one transaction. A tag that exists is not written, and
+	// is no error: created[i] reports whether tags[i] was written. Every
+	// row is checked first as CreateTag checks one, and no tag may be
+	// given twice: the first row at fault refuses the whole call before
+	// anything is written. On any other error, created covers the chunks
+	// committed before it (from tags[0]), which stay written.
+	CreateTags(ctx context.Context, tags []Tag) (created []bool, err error)
+
 	// CreateTag inserts a row with max_id = Start-1, start = Start and
 	// t's Format, Length and FormatKey. ErrTagExists when the row is
 	// there already; ErrFormatUnsupported (in words that say how to

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -160,18 +159,22 @@ func isText(s string) bool {
 }
 
 // Tags returns the store's rows as of the last tag-list reload (every
-// Config.TagRefresh, and on a miss), sorted by AppTag, plus the tags created
-// through this allocator since, with MaxID Start-1 and this instance's time
-// of creation, and those changed through it since (UpdateTag), as the store
-// answered the change. Start is the tag's first ID as stored, whichever instance
-// created it; 0 when the store does not know it. It never queries the
-// store, so listing tags costs the store nothing however often it is
-// asked. Format is never empty (a row from before formats is sequential),
-// and FormatKey is always nil: a scrambled tag's key stays in the store and
-// this allocator's permutation, so no front end can show it; a dated
-// tag's FormatSpec, which holds no secret, is there. The slice is shared:
-// do not modify it.
-func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
+// Config.TagRefresh, and on a miss: the rows written since the one before,
+// and every row every few minutes), sorted by AppTag, plus the tags
+// created through this allocator since, with MaxID Start-1 and this
+// instance's time of creation, and those changed through it since
+// (UpdateTag), as the store answered the change. Every fetch writes its
+// tag's row, so MaxID is the store's as of the last reload, whichever
+// instance fetched. Start is the tag's first ID as stored, whichever
+// instance created it; 0 when the store does not know it. It never
+// queries the store, so listing tags costs the store nothing however
+// often it is asked; it copies the list once after rows changed, and not
+// at all otherwise. Format is never empty (a row from before formats is
+// sequential), and FormatKey is always nil: a scrambled tag's key stays
+// in the store and this allocator's permutation, so no front end can show
+// it; a dated tag's FormatSpec, which holds no secret, is there. The slice
+// is shared: do not modify it.
+func (a *Allocator) Tags() []Tag { return a.list.get() }
 
 // CreateTag adds a tag to the store and serves it at once, in its format.
 // The defaults are CheckNewTag's; a scrambled tag gets a new key of
@@ -191,6 +194,23 @@ func (a *Allocator) Tags() []Tag { return *a.rows.Load() }
 // region.go), ErrUnavailable (a store fault, or no key could be made),
 // and dated's errors for a dated tag's fields.
 func (a *Allocator) CreateTag(ctx context.Context, n NewTag) (Tag, error) {
+	t, err := a.checkCreate(n)
+	if err != nil {
+		return Tag{}, err
+	}
+	if err := a.store.CreateTag(ctx, t); err != nil {
+		if _, ok := errors.AsType[*errs.Error](err); ok {
+			return Tag{}, err // the store's refusal, in the domain's words
+		}
+		return Tag{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return a.serveCreated([]Tag{t})[0], nil
+}
+
+// checkCreate is n as the store is to keep it, with its key made, or
+// CreateTag's refusal of it: CheckNewTag's with Config.MaxStep, a dated
+// tag without a PeriodStore, or no key to be had.
+func (a *Allocator) checkCreate(n NewTag) (Tag, error) {
 	t, err := checkNewTag(n, a.cfg.MaxStep, a.errStep)
 	if err != nil {
 		return Tag{}, err
@@ -209,31 +229,30 @@ func (a *Allocator) CreateTag(ctx context.Context, n NewTag) (Tag, error) {
 			return Tag{}, fmt.Errorf("%w: make the scrambled key: %w", ErrUnavailable, err)
 		}
 	}
-	if err := a.store.CreateTag(ctx, t); err != nil {
-		if _, ok := errors.AsType[*errs.Error](err); ok {
-			return Tag{}, err // the store's refusal, in the domain's words
-		}
-		return Tag{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	t.MaxID, t.UpdateTime = t.Start-1, a.now()
-	a.tagsMu.Lock()
-	defer a.tagsMu.Unlock()
-	a.addTagsLocked([]Tag{t})
-	t.FormatKey = nil
-	a.addRowLocked(t)
 	return t, nil
 }
 
-// addRowLocked inserts t into rows in order, replacing a row of the same
-// tag. tagsMu must be held.
-func (a *Allocator) addRowLocked(t Tag) {
-	old := *a.rows.Load()
-	i, found := slices.BinarySearchFunc(old, t.AppTag, func(r Tag, tag string) int { return strings.Compare(r.AppTag, tag) })
-	rows := make([]Tag, 0, len(old)+1)
-	rows = append(append(rows, old[:i]...), t)
-	if found {
-		i++
+// serveCreated serves tags, just written to the store, and lists them
+// with MaxID Start−1 and this instance's time; it returns them as listed.
+// A tag a reload listed meanwhile keeps the row the reload read, which
+// may be newer (another instance fetched it since).
+func (a *Allocator) serveCreated(tags []Tag) []Tag {
+	now := a.now()
+	for i := range tags {
+		tags[i].MaxID, tags[i].UpdateTime = tags[i].Start-1, now
 	}
-	rows = append(rows, old[i:]...)
-	a.rows.Store(&rows)
+	a.tagsMu.Lock()
+	a.addTagsLocked(tags)
+	unlisted := make([]Tag, 0, len(tags))
+	for _, t := range tags {
+		if _, ok := a.list.find(t.AppTag); !ok {
+			unlisted = append(unlisted, t)
+		}
+	}
+	a.list.put(unlisted...)
+	a.tagsMu.Unlock()
+	for i := range tags {
+		tags[i] = listed(tags[i])
+	}
+	return tags
 }

@@ -127,41 +127,17 @@ func (a *Allocator) UpdateTag(ctx context.Context, tag string, c TagChange) (Tag
 		}
 		return Tag{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if t.Format == "" {
-		t.Format = FormatSequential
-	}
 	a.tagsMu.Lock()
 	// A tag new to this allocator is served from here on, in its format:
 	// a scrambled one's key comes with the row, as from a reload.
 	a.addTagsLocked([]Tag{t})
-	t.FormatKey = nil
-	a.addRowLocked(t)
-	b := (*a.tags.Load())[tag]
+	a.list.put(t)
+	b := a.index.get(tag)
 	a.tagsMu.Unlock()
 	if c.Step != nil && b != nil {
 		b.followRowStep(t.Step)
 	}
-	return t, nil
-}
-
-// followSteps hands each row's step to its tag's buffer where it differs
-// from the step of that tag in old, the rows as last listed: a step
-// changed on any instance (UpdateTag) becomes the floor of the next fetch
-// here. Both lists are sorted by AppTag. Rows whose step did not change
-// cost a comparison, not a lock.
-func followSteps(m map[string]*buffer, old, rows []Tag) {
-	i := 0
-	for _, r := range rows {
-		for i < len(old) && old[i].AppTag < r.AppTag {
-			i++
-		}
-		if i < len(old) && old[i].AppTag == r.AppTag && old[i].Step == r.Step {
-			continue
-		}
-		if b := m[r.AppTag]; b != nil && r.Step > 0 {
-			b.followRowStep(r.Step)
-		}
-	}
+	return listed(t), nil
 }
 
 // followRowStep makes step the row's step of b, and of a dated tag's

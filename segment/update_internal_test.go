@@ -20,7 +20,7 @@ func TestStepSetDuringFetchStays(t *testing.T) {
 		go a.Next(context.Background(), "t") // starts a fetch, which stalls
 		synctest.Wait()
 
-		b := (*a.tags.Load())["t"]
+		b := a.index.get("t")
 		b.followRowStep(500)
 		close(st.release) // the fetch returns the row's step it read, 10
 		synctest.Wait()

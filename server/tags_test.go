@@ -21,12 +21,12 @@ type countingStore struct {
 	down  atomic.Bool
 }
 
-func (s *countingStore) Tags(ctx context.Context) ([]segment.Tag, error) {
+func (s *countingStore) TagsSince(ctx context.Context, since time.Time, after string, limit int) ([]segment.Tag, time.Time, error) {
 	s.lists.Add(1)
 	if s.down.Load() {
-		return nil, errors.New("store down")
+		return nil, time.Time{}, errors.New("store down")
 	}
-	return s.Store.Tags(ctx)
+	return s.Store.TagsSince(ctx, since, after, limit)
 }
 
 type tagsAnswer struct {

@@ -51,6 +51,7 @@ var mysqlDialect = dialect{
 	expand:            mysqlExpand("NOW(3)"),
 	addedColumnsQuery: mysqlAddedColumnsQuery,
 	addColumns:        mysqlAddColumns,
+	timeArg:           utcTime,
 	createPeriods:     tableStatement(schemaMySQL, periodsTable),
 	tableExists:       `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`,
 	schemaByHand:      "schema.sql (mysql DATABASE < schema.sql)",
@@ -82,8 +83,8 @@ type MySQLOptions struct {
 	// InitSchema applies schema.sql (creating missing tables and the
 	// test_business row), turns any TIMESTAMP column of idalloc's tables
 	// into DATETIME(3), and adds the columns added since the seed (format,
-	// length, format_key, start) to a segments table made before them,
-	// before OpenMySQL returns. Without it the tables must exist with
+	// length, format_key, start) and the index on update_time to a
+	// segments table made before them, before OpenMySQL returns. Without it the tables must exist with
 	// DATETIME columns: a table with a TIMESTAMP column (from an older
 	// schema.sql) is refused with ErrOutdatedSchema, naming the ALTER
 	// TABLE that fixes it. A segments table without the added columns is
@@ -152,6 +153,9 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 			if err == nil {
 				report("created table " + t)
 			}
+		}
+		if err == nil {
+			err = m.upgradeUpdateTimeIndex(ctx, report)
 		}
 		if err == nil && slices.Contains(missing, "worker_leases") {
 			// After the CREATE, not with it (MySQL commits DDL on its

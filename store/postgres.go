@@ -51,6 +51,7 @@ var postgresDialect = dialect{
 	expand:            postgresExpand(postgresNow),
 	addedColumnsQuery: postgresAddedColumnsQuery,
 	addColumns:        postgresAddColumns,
+	timeArg:           utcTime,
 	createPeriods:     tableStatement(schemaPostgres, periodsTable),
 	// current_schema(): where the schema's CREATE TABLE IF NOT EXISTS puts
 	// a table and where an unqualified name finds it first.
@@ -98,8 +99,9 @@ const (
 type PostgresOptions struct {
 	// InitSchema applies schema_postgres.sql (creating missing tables and
 	// the test_business row) and adds the columns added since the seed
-	// (format, length, format_key, start) to a segments table made before
-	// them, in one transaction, before OpenPostgres returns. Without it the
+	// (format, length, format_key, start) and the index on update_time to
+	// a segments table made before them, in one transaction, before
+	// OpenPostgres returns. Without it the
 	// segments table must exist; one without the added columns is used as
 	// it is, as on MySQL (see MySQLOptions.InitSchema).
 	InitSchema bool
@@ -161,6 +163,11 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 	return p, nil
 }
 
+// postgresIndexQuery reports whether segments has the index its one
+// argument names, in the schema the tables are looked for in.
+const postgresIndexQuery = `SELECT EXISTS (SELECT 1 FROM pg_indexes
+	WHERE schemaname = current_schema() AND tablename = 'segments' AND indexname = ?)`
+
 // initSchemaLock is the key of the advisory lock that -init-schema holds
 // while it looks at and changes the schema: two instances starting at once
 // on an empty database would otherwise race to create the same table
@@ -191,11 +198,22 @@ func (p *Postgres) initSchema(ctx context.Context) (changes []string, err error)
 		if err := p.upgradeColumns(ctx, tx, func(c string) { changes = append(changes, c) }); err != nil {
 			return err
 		}
+		// The schema's CREATE INDEX IF NOT EXISTS adds the index on
+		// update_time to a table made before it: reported as a change.
+		indexed := true
+		if !slices.Contains(missing, "segments") {
+			if err := sqlx.GetContext(ctx, tx, &indexed, p.q(postgresIndexQuery), updateTimeIndex); err != nil {
+				return err
+			}
+		}
 		if err := applySchema(ctx, tx, schemaPostgres); err != nil {
 			return err
 		}
 		for _, t := range missing {
 			changes = append(changes, "created table "+t)
+		}
+		if !indexed {
+			changes = append(changes, "added index "+updateTimeIndex+" (update_time) to segments")
 		}
 		if slices.Contains(missing, "worker_leases") {
 			if _, err := tx.ExecContext(ctx, p.q(genesisStmt)); err != nil {

@@ -117,7 +117,7 @@ func TestPostgresInitSchemaAddsColumns(t *testing.T) {
 	wantReports := [][]string{
 		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
 			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log",
-			"created table idalloc_region"},
+			"created table idalloc_region", "added index segments_update_time (update_time) to segments"},
 		nil,
 	}
 	for i, want := range wantReports {

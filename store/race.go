@@ -27,7 +27,7 @@ const (
 
 // ObserveConflicts makes fn be called once per lost race, with the operation
 // ("fetch", "fetch_period", "acquire", "renew", "layout", "carry",
-// "advance"), so they can be counted.
+// "advance", "create": a bulk create's chunk), so they can be counted.
 // fn must be cheap and safe for concurrent use. nil stops the calls.
 func (d *db) ObserveConflicts(fn func(op string)) { d.onConflict.Store(&fn) }
 

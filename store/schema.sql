@@ -28,6 +28,13 @@
 -- time zone, prefix, separator; API.md §11), as idalloc encodes them; ''
 -- for every other format. -init-schema adds it like the format columns.
 --
+-- update_time is set by every write of a row (fetch, give-back, create,
+-- update, advance), and the index segments_update_time finds the rows
+-- changed since a moment: each instance reloads its tag list by what
+-- changed, not by reading every row (API.md §13). -init-schema adds the
+-- index to a table made before it; without it the same rows are found by
+-- reading the whole table.
+--
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
 
@@ -42,7 +49,8 @@ CREATE TABLE IF NOT EXISTS segments (
   format_key  VARBINARY(32) NULL,
   start       BIGINT       NULL,
   format_spec VARCHAR(255) NOT NULL DEFAULT '',
-  PRIMARY KEY (app_tag)
+  PRIMARY KEY (app_tag),
+  KEY segments_update_time (update_time)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 INSERT IGNORE INTO segments (app_tag, max_id, step, description, start)

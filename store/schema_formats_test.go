@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
@@ -92,6 +93,17 @@ func TestMySQLBeforeFormatColumns(t *testing.T) {
 	if !errors.Is(err, segment.ErrFormatUnsupported) {
 		t.Fatalf("CreateTag(scrambled) = %v, want %v", err, segment.ErrFormatUnsupported)
 	}
+	// In bulk too, before any row is written.
+	created, err := st.CreateTags(ctx, []segment.Tag{{AppTag: "seq2", Step: 10}, scrambledTag})
+	if !errors.Is(err, segment.ErrFormatUnsupported) || created != nil {
+		t.Fatalf("CreateTags(sequential, scrambled) = %v, %v; want nothing, %v", created, err, segment.ErrFormatUnsupported)
+	}
+	// The rows changed since a moment are found without the index the
+	// table lacks, as without the columns.
+	if rows, _, err := st.TagsSince(ctx, time.Now().Add(-time.Hour), "", 0); err != nil || len(rows) != 2 ||
+		rows[0].AppTag != "orders" || rows[1].AppTag != "seq" {
+		t.Errorf("TagsSince(an hour ago) = %+v, %v; want orders (fetched) and seq (created)", rows, err)
+	}
 	// Through the allocator, the refusal keeps its words (not "unavailable").
 	a, err := segment.New(ctx, st, segment.Config{})
 	if err != nil {
@@ -151,7 +163,7 @@ func TestMySQLInitSchemaAddsFormatColumns(t *testing.T) {
 	wantReports := [][]string{
 		{"added columns format, length, format_key, start, format_spec to segments", "created table segment_periods",
 			"created table worker_leases", "created table worker_layouts", "created table alloc_tokens", "created table audit_log",
-			"created table idalloc_region"},
+			"created table idalloc_region", "added index segments_update_time (update_time) to segments"},
 		nil,
 	}
 	for i, want := range wantReports {

@@ -22,6 +22,12 @@
 -- formats. A segments table made without these columns still works, every row
 -- sequential; idalloc -init-schema adds them (ALTER TABLE segments ADD COLUMN ...).
 --
+-- update_time is set by every write of a row (fetch, give-back, create,
+-- update, advance), and the index segments_update_time finds the rows
+-- changed since a moment: each instance reloads its tag list by what
+-- changed, not by reading every row (API.md §13). -init-schema adds it to
+-- a table made before it.
+--
 -- This file is split into statements at a ';' that ends a line: keep every
 -- statement's ';' at the end of its last line and none elsewhere.
 
@@ -38,6 +44,8 @@ CREATE TABLE IF NOT EXISTS segments (
   format_spec VARCHAR(255) NOT NULL DEFAULT '',
   PRIMARY KEY (app_tag)
 );
+
+CREATE INDEX IF NOT EXISTS segments_update_time ON segments (update_time);
 
 INSERT INTO segments (app_tag, max_id, step, description, start)
 VALUES ('test_business', 0, 100000, 'test_business', 1)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/segment"
@@ -177,32 +179,16 @@ func (d *db) selectTags(ctx context.Context, query string, args ...any) ([]segme
 // within the format's digits) are the caller's: a migration or a test may
 // create rows beyond them.
 func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
-	start := t.Start
-	if start == 0 {
-		start = 1
-	}
-	row := t
-	row.Start, row.MaxID = start, start-1
-	if refused := segment.CheckRow(row); refused != nil {
+	if refused := checkNewRow(t); refused != nil {
 		return fmt.Errorf("create tag %q: %w", t.AppTag, refused)
-	}
-	if n := utf8.RuneCountInString(t.FormatSpec); n > maxFormatSpec {
-		return fmt.Errorf("create tag %q: format_spec of %d characters is longer than the column's %d", t.AppTag, n, maxFormatSpec)
 	}
 	missing, err := d.missingColumns(ctx)
 	cols := columnsOf(missing)
-	switch {
-	case err != nil:
-	case t.Format == segment.FormatDated || t.FormatSpec != "":
-		// Checked before the insert, which on a table without
-		// format_spec would drop the settings, and without
-		// segment_periods would make a tag that can never fetch.
-		err = d.canKeepDated(ctx, missing)
-	case !cols.formats && t.Format != "" && t.Format != segment.FormatSequential:
-		err = formatsUnsupported(d.dialect, missing)
+	if err == nil {
+		err = d.canKeep(ctx, missing, t)
 	}
 	if err == nil {
-		_, err = d.x.ExecContext(ctx, d.q(insertTag(cols)), insertArgs(t, start, cols)...)
+		_, err = d.x.ExecContext(ctx, d.q(insertTags(cols, 1)), insertArgs(t, cols)...)
 	}
 	if d.dialect.isDuplicate(err) {
 		err = segment.ErrTagExists
@@ -213,8 +199,46 @@ func (d *db) CreateTag(ctx context.Context, t segment.Tag) error {
 	return nil
 }
 
-// insertTag is CreateTag's INSERT into a segments table with cols.
-func insertTag(cols segmentColumns) string {
+// firstID is the first ID of a row made of t: its Start, 0 meaning 1.
+func firstID(t segment.Tag) int64 { return cmp.Or(t.Start, 1) }
+
+// checkNewRow refuses a t no row may hold (segment.CheckRow, as the row
+// CreateTag would make of it) and a FormatSpec longer than the column.
+func checkNewRow(t segment.Tag) error {
+	row := t
+	row.Start = firstID(t)
+	row.MaxID = row.Start - 1
+	if refused := segment.CheckRow(row); refused != nil {
+		return refused
+	}
+	if n := utf8.RuneCountInString(t.FormatSpec); n > maxFormatSpec {
+		return fmt.Errorf("format_spec of %d characters is longer than the column's %d", n, maxFormatSpec)
+	}
+	return nil
+}
+
+// canKeep reports whether a segments table that lacks the columns missing
+// can keep every tag of tags: a dated one (or any with a FormatSpec) needs
+// format_spec and segment_periods, checked before the insert, which on a
+// table without format_spec would drop the settings and without
+// segment_periods make a tag that can never fetch; a fixed_length or
+// scrambled one needs the format columns. The refusal is
+// segment.ErrFormatUnsupported naming what adds them.
+func (d *db) canKeep(ctx context.Context, missing []addedColumn, tags ...segment.Tag) error {
+	dated := slices.ContainsFunc(tags, func(t segment.Tag) bool { return t.Format == segment.FormatDated || t.FormatSpec != "" })
+	formatted := slices.ContainsFunc(tags, func(t segment.Tag) bool { return t.Format != "" && t.Format != segment.FormatSequential })
+	switch {
+	case dated:
+		return d.canKeepDated(ctx, missing)
+	case formatted && !columnsOf(missing).formats:
+		return formatsUnsupported(d.dialect, missing)
+	}
+	return nil
+}
+
+// insertTags is the INSERT of n rows into a segments table with cols,
+// each row's values as insertArgs gives them.
+func insertTags(cols segmentColumns, n int) string {
 	names, values := `app_tag, max_id, step, description, update_time`, `?, ?, ?, ?, {now}`
 	if cols.formats {
 		names, values = names+`, format, length, format_key`, values+`, ?, ?, ?`
@@ -225,11 +249,16 @@ func insertTag(cols segmentColumns) string {
 	if cols.formatSpec {
 		names, values = names+`, format_spec`, values+`, ?`
 	}
-	return `INSERT INTO segments (` + names + `) VALUES (` + values + `)`
+	rows := make([]string, n)
+	for i := range rows {
+		rows[i] = `(` + values + `)`
+	}
+	return `INSERT INTO segments (` + names + `) VALUES ` + strings.Join(rows, `, `)
 }
 
-// insertArgs are insertTag's arguments for t, whose first ID is start.
-func insertArgs(t segment.Tag, start int64, cols segmentColumns) []any {
+// insertArgs are insertTags' arguments for the row of t.
+func insertArgs(t segment.Tag, cols segmentColumns) []any {
+	start := firstID(t)
 	args := []any{t.AppTag, start - 1, t.Step, t.Description}
 	if cols.formats {
 		var key any // NULL unless scrambled

@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS segments (
   format_spec TEXT    NOT NULL DEFAULT ''
 ) STRICT;
 
+CREATE INDEX IF NOT EXISTS segments_update_time ON segments (update_time);
+
 CREATE TABLE IF NOT EXISTS segment_periods (
   app_tag     TEXT    NOT NULL,
   stamp       INTEGER NOT NULL,
@@ -93,6 +95,7 @@ var sqliteDialect = dialect{
 	expand:            sqliteExpand(sqliteNow),
 	addedColumnsQuery: sqliteAddedColumnsQuery,
 	addColumns:        sqliteAddColumns,
+	timeArg:           sqliteTime,
 	createPeriods:     tableStatement(sqliteSchema, periodsTable),
 	tableExists:       `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
 	// OpenSQLite creates every table, so none is ever missing.

@@ -70,6 +70,9 @@ type dialect struct {
 	// createPeriods is the CREATE TABLE of segment_periods, as a refusal
 	// of a dated tag names it (schema_periods.go).
 	createPeriods string
+	// timeArg is a time as an argument compared with a time column, in
+	// the column's representation.
+	timeArg func(time.Time) any
 	// tableExists counts the tables named by its one argument.
 	tableExists string
 	// schemaByHand says how an operator applies the schema by hand, for the

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -19,8 +20,8 @@ import (
 var ErrStopped = errors.New("store stopped by the test")
 
 // Stoppable passes every call on to Store, except that while Down is set
-// Fetch, GiveBack, Tags, CreateTag, UpdateTag and Ping fail with
-// ErrStopped.
+// Fetch, GiveBack, Tags, TagsSince, CreateTag, CreateTags, UpdateTag and
+// Ping fail with ErrStopped.
 type Stoppable struct {
 	storetest.Store
 	Down atomic.Bool
@@ -48,6 +49,22 @@ func (s *Stoppable) Tags(ctx context.Context) ([]segment.Tag, error) {
 		return nil, ErrStopped
 	}
 	return s.Store.Tags(ctx)
+}
+
+// TagsSince fails while down, else calls Store.TagsSince.
+func (s *Stoppable) TagsSince(ctx context.Context, since time.Time, after string, limit int) ([]segment.Tag, time.Time, error) {
+	if s.Down.Load() {
+		return nil, time.Time{}, ErrStopped
+	}
+	return s.Store.TagsSince(ctx, since, after, limit)
+}
+
+// CreateTags fails while down, else calls Store.CreateTags.
+func (s *Stoppable) CreateTags(ctx context.Context, tags []segment.Tag) ([]bool, error) {
+	if s.Down.Load() {
+		return nil, ErrStopped
+	}
+	return s.Store.CreateTags(ctx, tags)
 }
 
 // CreateTag fails while down, else calls Store.CreateTag.
