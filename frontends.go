@@ -49,7 +49,7 @@ func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend
 	}
 	srv, err := server.New(server.Config{
 		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, MaxConns: cfg.MaxConns,
-		Logger: p.log, Metrics: p.metrics, Gatherer: p.reg,
+		MaxTagSeries: cfg.Metrics.MaxTagSeries, Logger: p.log, Metrics: p.metrics, Gatherer: p.reg,
 	}, deps)
 	if err != nil {
 		return nil, nil, err

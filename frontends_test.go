@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -294,4 +295,66 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no single sample of %s", name)
 	return 0
+}
+
+// TestMaxTagSeriesWired: metrics.max_tag_series reaches the server, and
+// the server's default is config's.
+func TestMaxTagSeriesWired(t *testing.T) {
+	if config.DefaultMaxTagSeries != server.DefaultMaxTagSeries {
+		t.Errorf("config's default max_tag_series %d, the server's %d", config.DefaultMaxTagSeries, server.DefaultMaxTagSeries)
+	}
+	cfg, err := config.Load(writeConfig(t, fmt.Sprintf(`{"metrics":{"max_tag_series":1},"snowflake":{"enabled":false},"dsn":%q}`,
+		filepath.Join(t.TempDir(), "idalloc.db"))), true, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, cfg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, tag := range []string{"one", "two"} {
+		if err := st.CreateTag(ctx, segment.Tag{AppTag: tag, Step: 10, Start: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	metrics, err := server.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := segment.New(ctx, st, segment.Config{Observer: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = alloc.Close(ctx) })
+	lns, err := frontend.Listen(frontend.Addr{Name: "http", Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lns["http"].Close() })
+	_, srv, err := frontEnds(cfg, lns, parts{alloc: alloc, store: st, metrics: metrics, reg: reg, log: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tags []string
+	for _, mf := range mfs {
+		if mf.GetName() != "idalloc_segment_step" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				tags = append(tags, l.GetValue())
+			}
+		}
+	}
+	if len(tags) != 2 || !slices.Contains(tags, "_other") {
+		t.Errorf("idalloc_segment_step's app_tags: %v, want one tag and _other", tags)
+	}
 }

@@ -71,6 +71,7 @@ type Config struct {
 	Lease           LeaseConfig     `json:"lease"`
 	Dated           DatedConfig     `json:"dated"`
 	Region          RegionConfig    `json:"region"`
+	Metrics         MetricsConfig   `json:"metrics"`
 }
 
 // RegionConfig is the "region" object of config.json: sites that share no
@@ -88,6 +89,27 @@ type RegionConfig struct {
 
 // Region is the segment allocator's region of r.
 func (r RegionConfig) Region() segment.Region { return segment.Region{Count: r.Count, ID: r.ID} }
+
+// MetricsConfig is the "metrics" object of config.json: what GET /metrics
+// shows (API.md §13).
+type MetricsConfig struct {
+	// MaxTagSeries caps the tags with per-tag series of their own, the
+	// busiest; the others are summed under app_tag="_other", so a scrape
+	// stays small whatever the tag count. See DefaultMaxTagSeries.
+	MaxTagSeries int `json:"max_tag_series"`
+}
+
+// DefaultMaxTagSeries is metrics.max_tag_series' default: a scrape of
+// about 220-240 KB of text, 13-16 KB gzipped, with tags of 10 characters,
+// at any tag count. It is the server's own default
+// (server.DefaultMaxTagSeries), which this package may not import; a test
+// of main holds the two equal.
+const DefaultMaxTagSeries = 1000
+
+// maxMaxTagSeries bounds metrics.max_tag_series: 100,000 tags, the most
+// an instance is built for, each with series of its own, make a scrape of
+// some 21 MB of text.
+const maxMaxTagSeries = 100_000
 
 // DatedConfig is the "dated" object of config.json: business numbers
 // (API.md §11).
@@ -208,9 +230,10 @@ func Default() Config {
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
 		},
-		Lease:  LeaseConfig{Driver: "sql"},
-		Dated:  DatedConfig{MaxClockSkew: segment.DefaultMaxClockSkew.String()},
-		Region: RegionConfig{Count: 1},
+		Lease:   LeaseConfig{Driver: "sql"},
+		Dated:   DatedConfig{MaxClockSkew: segment.DefaultMaxClockSkew.String()},
+		Region:  RegionConfig{Count: 1},
+		Metrics: MetricsConfig{MaxTagSeries: DefaultMaxTagSeries},
 	}
 }
 

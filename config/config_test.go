@@ -32,7 +32,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 		got.MaxConns != want.MaxConns || got.Durations.ShutdownTimeout != want.Durations.ShutdownTimeout ||
 		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.Durations.RespIdleTimeout != want.Durations.RespIdleTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
 		got.Durations.LeaseTTL != want.Durations.LeaseTTL || !got.Epoch.Equal(want.Epoch) || got.RandomStart != want.RandomStart ||
-		got.Durations.DatedMaxClockSkew != want.Durations.DatedMaxClockSkew {
+		got.Durations.DatedMaxClockSkew != want.Durations.DatedMaxClockSkew || got.Metrics != want.Metrics {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
 	}
 }
@@ -89,6 +89,10 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"snowflake":{"epoch":"2999-01-01T00:00:00Z"}}`, `"snowflake.epoch"`},
 		{`{"snowflake":{"epoch":"1950-01-01T00:00:00Z"}}`, `"snowflake.epoch"`},
 		{`{"snowflake":{"random_sequence_start":"yes"}}`, `"snowflake.random_sequence_start"`},
+		{`{"metrics":{"max_tag_series":0}}`, `"metrics.max_tag_series"`},
+		{`{"metrics":{"max_tag_series":100001}}`, `"metrics.max_tag_series"`},
+		{`{"metrics":{"max_tag_series":"all"}}`, `"metrics.max_tag_series"`},
+		{`{"metrics":{"max_series":10}}`, `"metrics.max_series"`},
 		{`{"alloc_auth":"yes"}`, `"alloc_auth"`},
 		{`{"alloc_auth":1}`, `"alloc_auth"`},
 		{`{"dated":{"max_clock_skew":"soon"}}`, `"dated.max_clock_skew"`},
@@ -148,7 +152,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region, metrics`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)
@@ -192,6 +196,17 @@ func TestAllocAuth(t *testing.T) {
 
 // TestDatedMaxClockSkew: dated.max_clock_skew is 1s by default, as
 // API.md §11 has it, and takes any duration from its minimum up.
+// TestMaxTagSeries: metrics.max_tag_series is 1,000 unless the file says.
+func TestMaxTagSeries(t *testing.T) {
+	for body, want := range map[string]int{`{}`: 1000, `{"metrics":{}}`: 1000, `{"metrics":{"max_tag_series":1}}`: 1,
+		`{"metrics":{"max_tag_series":100000}}`: 100_000} {
+		s, err := Load(writeConfig(t, body), true, noEnv)
+		if err != nil || s.Metrics.MaxTagSeries != want {
+			t.Errorf("config %s: max_tag_series %d (%v), want %d", body, s.Metrics.MaxTagSeries, err, want)
+		}
+	}
+}
+
 func TestDatedMaxClockSkew(t *testing.T) {
 	for _, c := range []struct {
 		body string

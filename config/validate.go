@@ -56,6 +56,9 @@ func (c Config) Validate() (Settings, error) {
 	if c.RespAddr != "" && c.RespAddr == c.HTTPAddr {
 		return s, keyErr("resp_addr", `%q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
 	}
+	if c.Metrics.MaxTagSeries < 1 || c.Metrics.MaxTagSeries > maxMaxTagSeries {
+		return s, keyErr("metrics.max_tag_series", `%d is outside 1..%d`, c.Metrics.MaxTagSeries, maxMaxTagSeries)
+	}
 	if c.Segment.MaxStep < 1 {
 		return s, keyErr("segment.max_step", `%d must be at least 1`, c.Segment.MaxStep)
 	}

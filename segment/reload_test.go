@@ -81,10 +81,8 @@ func TestReloadReadsWhatChanged(t *testing.T) {
 	if id, err := a.Next(ctx, "new"); err != nil || id != 1 {
 		t.Errorf("Next(new) = %d, %v; want 1", id, err)
 	}
-	for _, s := range a.AppendSnapshots(nil) {
-		if s.AppTag == "t0002" && s.RowStep != 50 {
-			t.Errorf("t0002's row step here is %d, want 50", s.RowStep)
-		}
+	if s, _ := a.Snapshot("t0002"); s.RowStep != 50 {
+		t.Errorf("t0002's row step here is %d, want 50", s.RowStep)
 	}
 	if &listed[0] == &tags[0] {
 		t.Error("Tags is the list from before the changes")

@@ -1,9 +1,6 @@
 package segment
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // TagSnapshot is TagStats with the shape of the tag's double buffer: what
 // Leaf's /cache page shows, for idalloc's monitor page. Like TagStats it
@@ -35,36 +32,20 @@ type TagSnapshot struct {
 	Fetching, Failing bool
 }
 
-// AppendSnapshots appends a snapshot of every tag this allocator serves to
-// dst and returns the extended slice: sorted by AppTag, then any tag gone
-// from the store since (its buffer still holds reserved IDs). Passing the
-// previous result back in ([:0]) makes it allocation-free. It asks no
-// store. Each tag is read under the lock its fetches take for their
-// bookkeeping, as Stats does; the ID path (Next's claim) never takes it,
-// and the lock is held for a few loads.
-func (a *Allocator) AppendSnapshots(dst []TagSnapshot) []TagSnapshot {
-	// A row is listed once its buffer is made (Allocator.apply), so every
-	// listed row has one, but a row whose name no tag may have.
-	rows := a.list.get()
-	from := len(dst)
-	for i := range rows {
-		if b := a.index.get(rows[i].AppTag); b != nil {
-			s := b.snapshot()
-			if s.RowStep == 0 {
-				s.RowStep = rows[i].Step
-			}
-			dst = append(dst, s)
-		}
+// Snapshot returns tag's snapshot without asking the store; false when
+// this allocator serves no such tag (yet: a tag created on another
+// instance is served from the next reload). It costs a lookup and the
+// tag's lock whatever the tag count, so that a page of a listing costs
+// what the page holds. The lock is the one its fetches take for their
+// bookkeeping, as Stats reads it; the ID path (Next's claim) never takes
+// it, and it is held for a few loads. RowStep is 0 when the buffer does
+// not know the row's step yet; the caller has the row (Tags).
+func (a *Allocator) Snapshot(tag string) (TagSnapshot, bool) {
+	b := a.index.get(tag)
+	if b == nil {
+		return TagSnapshot{}, false
 	}
-	if len(dst)-from >= a.index.len() {
-		return dst
-	}
-	a.index.each(func(b *buffer) {
-		if _, listed := slices.BinarySearchFunc(rows, b.tag, compareTag); !listed {
-			dst = append(dst, b.snapshot())
-		}
-	})
-	return dst
+	return b.snapshot(), true
 }
 
 func (b *buffer) snapshot() TagSnapshot {

@@ -2,7 +2,6 @@ package segment_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,13 +25,11 @@ func (s *slowStore) Fetch(ctx context.Context, tag string, step int64) (segment.
 
 func snapshotOf(tb testing.TB, a *segment.Allocator, tag string) segment.TagSnapshot {
 	tb.Helper()
-	for _, s := range a.AppendSnapshots(nil) {
-		if s.AppTag == tag {
-			return s
-		}
+	s, ok := a.Snapshot(tag)
+	if !ok {
+		tb.Fatalf("no snapshot of %q", tag)
 	}
-	tb.Fatalf("no snapshot of %q", tag)
-	return segment.TagSnapshot{}
+	return s
 }
 
 func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
@@ -85,24 +82,27 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	}
 }
 
-// TestAppendSnapshotsReusesItsSlice: snapshots come in tag order, and a
-// monitor polling every second costs no garbage once its slice has grown.
-func TestAppendSnapshotsReusesItsSlice(t *testing.T) {
-	var tags []segment.Tag
-	for _, name := range []string{"c", "a", "b"} {
-		tags = append(tags, segment.Tag{AppTag: name, Step: 10})
+// TestSnapshotOfOneTag: Snapshot reads one tag without allocating (a
+// page of the monitor's, every second), and knows no tag the allocator
+// does not serve.
+func TestSnapshotOfOneTag(t *testing.T) {
+	a := newAllocator(t, newFakeStore(segment.Tag{AppTag: "a", Step: 100}, segment.Tag{AppTag: "b", Step: 10}), segment.Config{})
+	if _, err := a.Next(context.Background(), "b"); err != nil {
+		t.Fatal(err)
 	}
-	a := newAllocator(t, newFakeStore(tags...), segment.Config{})
-	buf := a.AppendSnapshots(nil)
-	var names []string
-	for _, s := range buf {
-		names = append(names, s.AppTag)
+	if s := snapshotOf(t, a, "b"); s.AppTag != "b" || s.Issued != 1 || s.RowStep != 10 || s.CurrentSize != 10 {
+		t.Errorf("b: %+v, want its one ID of a segment of 10", s)
 	}
-	if got, want := strings.Join(names, ","), "a,b,c"; got != want {
-		t.Fatalf("snapshots of %s, want %s, in that order", got, want)
+	if s := snapshotOf(t, a, "a"); s.AppTag != "a" || s.Issued != 0 || s.CurrentSize != 0 {
+		t.Errorf("a: %+v, want no segment yet", s)
 	}
-	if n := testing.AllocsPerRun(100, func() { buf = a.AppendSnapshots(buf[:0]) }); n != 0 {
-		t.Errorf("AppendSnapshots into a reused slice: %v allocations, want 0", n)
+	for _, tag := range []string{"ghost", "bad tag!", ""} {
+		if got, ok := a.Snapshot(tag); ok {
+			t.Errorf("Snapshot(%q) = %+v, true; want false", tag, got)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = a.Snapshot("b") }); n != 0 {
+		t.Errorf("Snapshot: %v allocations, want 0", n)
 	}
 }
 
@@ -121,18 +121,15 @@ func TestSnapshotsUnderLoad(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	var buf []segment.TagSnapshot
 	for polling := true; polling; {
 		select {
 		case <-done:
 			polling = false
 		default:
 		}
-		buf = a.AppendSnapshots(buf[:0])
-		for _, s := range buf {
-			if s.CurrentLeft < 0 || s.CurrentLeft > s.CurrentSize || s.CurrentLeft+s.Prefetched != s.Buffered {
-				t.Fatalf("inconsistent snapshot %+v", s)
-			}
+		s := snapshotOf(t, a, "t")
+		if s.CurrentLeft < 0 || s.CurrentLeft > s.CurrentSize || s.CurrentLeft+s.Prefetched != s.Buffered {
+			t.Fatalf("inconsistent snapshot %+v", s)
 		}
 	}
 	close(errs)

@@ -1,6 +1,9 @@
 package segment
 
-import "context"
+import (
+	"context"
+	"iter"
+)
 
 // TagStats is a point-in-time view of one tag in this allocator. For a
 // dated tag, Buffered and Step are its current period's, Issued,
@@ -33,6 +36,18 @@ func (a *Allocator) TotalBuffered() int64 {
 	var n int64
 	a.index.each(func(b *buffer) { n += b.stats().Buffered })
 	return n
+}
+
+// AllStats yields every tag's TagStats, as Stats lists them, in no order,
+// one at a time: a pass over 100,000 tags (a metrics scrape) builds no
+// slice of them. Tags added during the pass may or may not be yielded.
+func (a *Allocator) AllStats() iter.Seq[TagStats] {
+	return func(yield func(TagStats) bool) {
+		stopped := false
+		a.index.each(func(b *buffer) {
+			stopped = stopped || !yield(b.stats())
+		})
+	}
 }
 
 // Stats reports every known tag.

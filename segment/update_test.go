@@ -129,9 +129,8 @@ func TestUpdateTagDated(t *testing.T) {
 	if _, err := a.UpdateTag(ctx, "d", segment.TagChange{Step: new(int64(50))}); err != nil {
 		t.Fatal(err)
 	}
-	snaps := a.AppendSnapshots(nil)
-	if len(snaps) != 1 || snaps[0].RowStep != 50 {
-		t.Errorf("snapshot %+v, want the current period's row step 50", snaps)
+	if s, ok := a.Snapshot("d"); !ok || s.RowStep != 50 {
+		t.Errorf("snapshot %+v (%v), want the current period's row step 50", s, ok)
 	}
 }
 
@@ -158,8 +157,8 @@ func TestUpdateTagReachesEveryInstance(t *testing.T) {
 				t.Errorf("max_id after the update %d, want 10 as before", m)
 			}
 			waitFor(t, func() bool {
-				s := other.AppendSnapshots(nil)
-				return len(s) == 2 && s[0].AppTag == "t" && s[0].RowStep == 1000 && other.Tags()[0].Step == 1000
+				s, ok := other.Snapshot("t")
+				return ok && s.RowStep == 1000 && other.Tags()[0].Step == 1000
 			})
 			seen := map[int64]bool{}
 			for _, a := range []*segment.Allocator{other, one} {

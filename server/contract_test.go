@@ -215,7 +215,7 @@ func FuzzRequests(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		switch r.URL.Path {
-		case "/", "/monitor.js", "/monitor.css":
+		case "/", "/monitor.js", "/decode.js", "/monitor.css":
 			if method == "GET" {
 				return // the monitor page's assets, not envelopes
 			}

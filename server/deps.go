@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"iter"
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
@@ -28,14 +29,23 @@ type Segments interface {
 	Region() segment.Region
 	Buffered(tag string) (int64, error)
 	TotalBuffered() int64
-	Stats() []segment.TagStats
-	// AppendSnapshots appends every tag's snapshot to dst, in tag order,
-	// without asking the store: what GET /status shows.
-	AppendSnapshots(dst []segment.TagSnapshot) []segment.TagSnapshot
-	// Tags lists the tags as of the last tag-list reload, without asking the
-	// store; the slice is shared and must not be modified.
+	// AllStats yields every tag's figures, one at a time, without asking
+	// the store: the metrics and the busiest tags are read from it.
+	AllStats() iter.Seq[segment.TagStats]
+	// Snapshot is one tag's figures and double buffer, without asking the
+	// store; false for a tag this instance does not serve (yet). A page
+	// of GET /tags or GET /status reads its rows by it.
+	Snapshot(tag string) (segment.TagSnapshot, bool)
+	// Tags lists the tags as of the last tag-list reload, sorted by
+	// AppTag, without asking the store; the listings page through it by
+	// binary search. The slice is shared and must not be modified.
 	Tags() []segment.Tag
 	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
+	// CreateTags creates many tags (POST /tags with an array): every
+	// entry checked first, the first at fault refusing the request
+	// naming "tags[i].field"; it returns the tags it created, which an
+	// error may come with (tags that existed, a store fault part way).
+	CreateTags(ctx context.Context, tags []segment.NewTag) ([]segment.Tag, error)
 	// UpdateTag changes a tag's step or description (PATCH /tags): what
 	// never changes its numbers. It refuses a change as CreateTag refuses
 	// those fields, and answers the row as Tags lists it.

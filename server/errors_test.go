@@ -78,7 +78,7 @@ func TestBadInput(t *testing.T) {
 		{name: "tags wrong token", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10}`, headers: []string{"Authorization", "Bearer wrong"}, wantStatus: 401, wantCode: 7, wantMsg: "admin token", wantUntouched: true},
 		{name: "tags token not bearer", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10}`, headers: []string{"Authorization", "s3cret-admin-token"}, wantStatus: 401, wantCode: 7, wantMsg: "admin token", wantUntouched: true},
 		{name: "tags bad JSON", method: "POST", target: "/tags", body: `{"app_tag":`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
-		{name: "tags JSON array", method: "POST", target: "/tags", body: `[1]`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
+		{name: "tags JSON array of a number", method: "POST", target: "/tags", body: `[1]`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "tags[0]: want a JSON object", wantUntouched: true},
 		{name: "tags trailing data", method: "POST", target: "/tags", body: `{"app_tag":"new","step":10} x`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "body", wantUntouched: true},
 		{name: "tags empty body", method: "POST", target: "/tags", headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "missing app_tag", wantUntouched: true},
 		{name: "tags app_tag not string", method: "POST", target: "/tags", body: `{"app_tag":5,"step":10}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "app_tag", wantUntouched: true},

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"iter"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,8 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/workerlease"
 )
 
 // calls records what a fake was asked, so tests can prove bad input
@@ -52,6 +52,11 @@ type fakeSegments struct {
 
 	tagsMu sync.Mutex
 	tags   map[string]segment.Tag
+	// issued is a tag's IDs issued when set (setIssued); the counter
+	// above otherwise.
+	issued map[string]int64
+	// snapshots counts Snapshot's calls: a listing reads its page only.
+	snapshots atomic.Int64
 }
 
 func newFakeSegments(tags ...string) *fakeSegments {
@@ -146,25 +151,43 @@ func (f *fakeSegments) Buffered(tag string) (int64, error) {
 
 func (f *fakeSegments) TotalBuffered() int64 { return f.total.Load() }
 
-func (f *fakeSegments) Stats() []segment.TagStats {
+// setIssued makes tag's IDs issued n.
+func (f *fakeSegments) setIssued(tag string, n int64) {
 	f.tagsMu.Lock()
 	defer f.tagsMu.Unlock()
-	var out []segment.TagStats
-	for t := range f.tags {
-		out = append(out, segment.TagStats{AppTag: t, Buffered: 42, Step: 2000, Issued: f.next.Load()})
+	if f.issued == nil {
+		f.issued = map[string]int64{}
 	}
-	return out
+	f.issued[tag] = n
 }
 
+// statsOf is tag's figures; tagsMu must be held.
+func (f *fakeSegments) statsOf(tag string) segment.TagStats {
+	n, ok := f.issued[tag]
+	if !ok {
+		n = f.next.Load()
+	}
+	return segment.TagStats{AppTag: tag, Format: segment.FormatSequential, Buffered: 42, Step: 2000, Issued: n}
+}
+
+// AllStats yields every tag's figures, from a copy: a test may change
+// the fake while a loop runs.
+func (f *fakeSegments) AllStats() iter.Seq[segment.TagStats] {
+	f.tagsMu.Lock()
+	all := make([]segment.TagStats, 0, len(f.tags))
+	for t := range f.tags {
+		all = append(all, f.statsOf(t))
+	}
+	f.tagsMu.Unlock()
+	return slices.Values(all)
+}
+
+// Tags lists the tags sorted, as the allocator does.
 func (f *fakeSegments) Tags() []segment.Tag {
 	f.record("Tags")
 	f.tagsMu.Lock()
 	defer f.tagsMu.Unlock()
-	var out []segment.Tag
-	for _, t := range f.tags {
-		out = append(out, t)
-	}
-	return out
+	return slices.SortedFunc(maps.Values(f.tags), func(a, b segment.Tag) int { return strings.Compare(a.AppTag, b.AppTag) })
 }
 
 func (f *fakeSegments) CreateTag(ctx context.Context, nt segment.NewTag) (segment.Tag, error) {
@@ -221,89 +244,6 @@ func (p *fakePinger) Ping(ctx context.Context) error {
 	}
 	return nil
 }
-
-// fakeFlake issues a counter, or err when set.
-type fakeFlake struct {
-	calls
-	next   atomic.Int64
-	err    error
-	layout snowflake.Layout
-}
-
-func newFakeFlake(tb testing.TB) *fakeFlake {
-	tb.Helper()
-	l, err := snowflake.NewLayout(time.Time{}, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := &fakeFlake{layout: l}
-	f.next.Store(1 << 40)
-	return f
-}
-
-func (f *fakeFlake) Next() (int64, error) {
-	f.record("Next")
-	if f.err != nil {
-		return 0, f.err
-	}
-	return f.next.Add(1), nil
-}
-
-func (f *fakeFlake) NextN(dst []int64) error {
-	f.record("NextN")
-	if f.err != nil {
-		return f.err
-	}
-	for i := range dst {
-		dst[i] = f.next.Add(1)
-	}
-	return nil
-}
-
-func (f *fakeFlake) Layout() snowflake.Layout { return f.layout }
-
-// fakeLeases answers every call with lease, or err when set.
-type fakeLeases struct {
-	calls
-	err   error
-	lease workerlease.Lease
-}
-
-var testExpiry = time.Date(2026, 11, 21, 10, 0, 30, 123e6, time.UTC)
-
-func newFakeLeases() *fakeLeases {
-	return &fakeLeases{lease: workerlease.Lease{Cluster: "default", WorkerID: 7,
-		Token: "AAAAAAAAAAAAAAAAAAAAAA", ExpiresAt: testExpiry, LastTimestampMS: 1700}}
-}
-
-func (f *fakeLeases) Acquire(ctx context.Context, cluster, holder string) (workerlease.Lease, error) {
-	f.record("Acquire " + cluster)
-	return f.lease, f.err
-}
-
-func (f *fakeLeases) Renew(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) (workerlease.Lease, error) {
-	f.record("Renew " + cluster)
-	return f.lease, f.err
-}
-
-func (f *fakeLeases) Release(ctx context.Context, cluster string, workerID int64, token string, lastTimestampMS int64) error {
-	f.record("Release " + cluster)
-	return f.err
-}
-
-func (f *fakeLeases) TTL() time.Duration { return 30 * time.Second }
-func (f *fakeLeases) MaxWorkerID() int64 { return 1023 }
-
-// fakeOwn is this instance's own lease, or none.
-type fakeOwn struct {
-	lease workerlease.Lease
-	held  bool
-	opens time.Duration // the wait of a grant with no history
-}
-
-func (f *fakeOwn) Lease() (workerlease.Lease, bool)  { return f.lease, f.held }
-func (f *fakeOwn) SecondsLeft(now time.Time) float64 { return 12.5 }
-func (f *fakeOwn) Opens(now time.Time) time.Duration { return f.opens }
 
 // rig is a server on fakes.
 type rig struct {

@@ -22,9 +22,12 @@ const namespace = "idalloc"
 // snowflake.Settings.Observer), and the server's own instrument.
 //
 // Only what an operator reads per tag carries app_tag: IDs issued, IDs
-// buffered and the current step, read from the allocator's Stats at scrape
-// time, so they exist from the start for every tag of the store, cost the ID
-// hot path nothing, and never exist for a tag the store lacks. A dated tag
+// buffered and the current step, read from the allocator's stats at scrape
+// time, so they exist from the start for the tags of the store, cost the ID
+// hot path nothing, and never exist for a tag the store lacks. At most
+// max_tag_series tags have them, the busiest; the rest are summed under
+// app_tag="_other" (tagseries.go), so a scrape's size does not grow with
+// the tag count. A dated tag
 // (API.md §11) adds one: what is left of its current period, the one
 // figure that warns before its numbers run out, which is an outage of the
 // tag until the next period; only dated tags have it, from their first ID
@@ -88,6 +91,8 @@ var (
 // allocator needs the Metrics as its Observer).
 type sources struct {
 	segments  Segments
+	activity  *activity
+	series    *tagSeries
 	snowflake bool
 	own       OwnLease
 }
@@ -164,9 +169,11 @@ func wasteReasons() string {
 	return b.String()
 }
 
-// watch points the scrape-time collector at the server's dependencies.
-func (m *Metrics) watch(seg Segments, snowflake bool, own OwnLease) {
-	m.sources.Store(&sources{segments: seg, snowflake: snowflake, own: own})
+// watch points the scrape-time collector at the server's dependencies,
+// with at most maxTagSeries tags having series of their own.
+func (m *Metrics) watch(seg Segments, act *activity, maxTagSeries int, snowflake bool, own OwnLease) {
+	m.sources.Store(&sources{segments: seg, activity: act, series: &tagSeries{max: maxTagSeries},
+		snowflake: snowflake, own: own})
 }
 
 // Fetched implements segment.Observer. A fetch of a tag the store no longer
@@ -229,17 +236,19 @@ type stateCollector struct{ m *Metrics }
 
 var (
 	issuedDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "ids_issued_total"),
-		"IDs issued by this instance since it started, by mode and, for segments, app_tag.",
+		"IDs issued by this instance since it started, by mode and, for segments, app_tag; "+
+			`app_tag="_other" counts the IDs tags issued while they had no series of their own (metrics.max_tag_series).`,
 		[]string{"mode", "app_tag"}, nil)
 	bufferedDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "ids_buffered"),
-		"IDs buffered in memory: the current segment's remainder plus the prefetched one.",
+		`IDs buffered in memory: the current segment's remainder plus the prefetched one; app_tag="_other" sums the tags without series of their own.`,
 		[]string{"app_tag"}, nil)
 	stepDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "step"),
-		"Current adaptive step (0 before the first fetch).",
+		`Current adaptive step (0 before the first fetch); app_tag="_other" sums the tags without series of their own.`,
 		[]string{"app_tag"}, nil)
 	periodLeftDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "period_ids_left"),
 		"A dated tag's numbers left in its current period, across instances as far as this one knows at its last fetch; "+
-			"absent for other tags, before a dated tag's first ID here and once its period has ended.",
+			"absent for other tags, before a dated tag's first ID here and once its period has ended; "+
+			`app_tag="_other" is the least left among the dated tags without series of their own.`,
 		[]string{"app_tag"}, nil)
 	tagsDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "segment", "tags"),
 		"Tags this instance serves: every tag it has seen in the store since it started.",
@@ -263,21 +272,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	stats := src.segments.Stats()
-	now := time.Now()
-	ch <- prometheus.MustNewConstMetric(tagsDesc, prometheus.GaugeValue, float64(len(stats)))
-	for i := range stats {
-		st := &stats[i]
-		if !segment.ValidTag(st.AppTag) {
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(issuedDesc, prometheus.CounterValue, float64(st.Issued), "segment", st.AppTag)
-		ch <- prometheus.MustNewConstMetric(bufferedDesc, prometheus.GaugeValue, float64(st.Buffered), st.AppTag)
-		ch <- prometheus.MustNewConstMetric(stepDesc, prometheus.GaugeValue, float64(st.Step), st.AppTag)
-		if left, ok := periodLeft(st, now); ok {
-			ch <- prometheus.MustNewConstMetric(periodLeftDesc, prometheus.GaugeValue, float64(left), st.AppTag)
-		}
-	}
+	src.series.collect(ch, src.segments, src.activity, time.Now())
 	if src.snowflake {
 		ch <- prometheus.MustNewConstMetric(issuedDesc, prometheus.CounterValue, float64(c.m.snowflakeIssued.Load()), "snowflake", "")
 	}

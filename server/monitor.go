@@ -15,9 +15,10 @@ import (
 // The monitor page (API.md §10): plain HTML, CSS and JavaScript embedded in
 // the binary, no build step, nothing fetched from elsewhere. It holds no
 // data and no secret; its script polls GET /status (status.go) once a
-// second and, when the instance has an admin_token, asks the operator for
-// it and keeps it in a variable of the tab, never in storage, a cookie or
-// a URL.
+// second for the page of tags it shows (filtered by a prefix, by name or
+// busiest first) and, when the instance has an admin_token, asks the
+// operator for it and keeps it in a variable of the tab, never in
+// storage, a cookie or a URL. A second script decodes a snowflake ID.
 //
 //go:embed monitor
 var monitorFiles embed.FS
@@ -34,6 +35,7 @@ type asset struct {
 const (
 	assetPage   = "index.html"
 	assetScript = "monitor.js"
+	assetDecode = "decode.js"
 	assetStyle  = "monitor.css"
 )
 
@@ -43,6 +45,7 @@ var monitorAssets = sync.OnceValue(func() map[string]*asset {
 	types := map[string]string{
 		assetPage:   "text/html; charset=utf-8",
 		assetScript: "text/javascript; charset=utf-8",
+		assetDecode: "text/javascript; charset=utf-8",
 		assetStyle:  "text/css; charset=utf-8",
 	}
 	out := make(map[string]*asset, len(types))

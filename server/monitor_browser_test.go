@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -144,6 +145,7 @@ func TestMonitorInBrowser(t *testing.T) {
 
 	t.Run("follows the instance", func(t *testing.T) { testMonitorFollows(t, browser, dir) })
 	t.Run("asks for the admin token", func(t *testing.T) { testMonitorLogin(t, browser, dir) })
+	t.Run("filters, pages and ranks the busiest", func(t *testing.T) { testMonitorPages(t, browser, dir) })
 }
 
 func testMonitorFollows(t *testing.T, browser context.Context, dir string) {
@@ -271,4 +273,86 @@ func testMonitorLogin(t *testing.T, browser context.Context, dir string) {
 
 	tb.run("forget the token", chromedp.Click(chromedp.ID("forget")))
 	tb.waitFor("the login field again", `!document.getElementById("login").hidden && document.querySelectorAll("#tags tbody tr").length === 0`)
+}
+
+// testMonitorPages: with more tags than a page, the page shows 100 at a
+// time, pages forward and back, filters by prefix (refusing one that no
+// tag can start with), and ranks the busiest first while IDs flow.
+func testMonitorPages(t *testing.T, browser context.Context, dir string) {
+	rg := newMonitorRig(t, "", false)
+	var tags []string
+	for i := range 250 {
+		tags = append(tags, fmt.Sprintf(`{"app_tag":"t-%03d","step":1000}`, i))
+	}
+	res, err := http.Post(rg.url+"/tags", "application/json", strings.NewReader("["+strings.Join(tags, ",")+"]"))
+	if err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /tags of 250: %v %v", res, err)
+	}
+	_ = res.Body.Close()
+	tb := newTab(t, browser)
+	tb.run("load /", chromedp.Navigate(rg.url+"/"))
+	rows, first := `document.querySelectorAll("#tags tbody tr").length`, `document.querySelector("#tags tbody tr").dataset.tag`
+	info := `document.getElementById("page-info").textContent`
+	page := func(what string, n int, firstTag, pageInfo string) {
+		t.Helper()
+		tb.waitFor(what, fmt.Sprintf(`%s === %d && %s === %q && %s === %q`, rows, n, first, firstTag, info, pageInfo))
+	}
+	page("page one", 100, "t-000", "1–100 of 251")
+	if got := tb.eval(`[document.getElementById("prev").disabled, document.getElementById("next").disabled].join()`); got != "true,false" {
+		t.Errorf("on page one Previous, Next disabled = %s, want true,false", got)
+	}
+	tb.run("next", chromedp.Click(chromedp.ID("next")))
+	page("page two", 100, "t-100", "101–200 of 251")
+	tb.run("next", chromedp.Click(chromedp.ID("next")))
+	page("the last page", 51, "t-200", "201–251 of 251")
+	if got := tb.eval(`document.getElementById("next").disabled`); got != "true" {
+		t.Errorf("on the last page Next is enabled")
+	}
+	tb.run("previous", chromedp.Click(chromedp.ID("prev")))
+	page("page two again", 100, "t-100", "101–200 of 251")
+
+	tb.run("filter", chromedp.SendKeys(chromedp.ID("filter"), "t-12"))
+	page("the filtered tags from page one", 10, "t-120", "1–10 of 10")
+	if got := tb.eval(`document.getElementById("tag-count").textContent`); got != "(10 starting with t-12)" {
+		t.Errorf("tag count = %q", got)
+	}
+	setFilter := func(v string) {
+		tb.run("filter "+v, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+			`(() => { const f = document.getElementById("filter"); f.value = %q; f.dispatchEvent(new Event("input")); })()`, v)))
+	}
+	setFilter("t-12 !")
+	tb.waitFor("the refusal of a prefix no tag has", `document.getElementById("filter-error").textContent.includes("A-Z a-z 0-9")`)
+	if got := tb.eval(rows); got != "10" {
+		t.Errorf("after a refused filter %s rows, want the 10 still", got)
+	}
+	setFilter("zz")
+	tb.waitFor("no tag", `document.getElementById("no-tags").textContent === "No tag starts with zz." && !document.getElementById("no-tags").hidden`)
+	setFilter("")
+	page("every tag again", 100, "t-000", "1–100 of 251")
+
+	// Busiest first, while two tags take IDs (t-137 the faster) and the
+	// page polls: the rank follows the rate of the last seconds.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for _, target := range []string{"/alloc?app_tag=t-137&count=50", "/alloc?app_tag=t-042&count=10"} {
+				if res, err := http.Get(rg.url + target); err == nil {
+					_ = res.Body.Close()
+				}
+			}
+		}
+	}()
+	tb.run("busiest first", chromedp.Click(chromedp.ID("busiest")))
+	tb.waitFor("t-137 then t-042 on top", first+` === "t-137" && document.querySelectorAll("#tags tbody tr")[1].dataset.tag === "t-042"`)
+	tb.screenshot(dir, "monitor-busiest-1280x800.png", 1280, 800, false)
+	close(stop)
+	<-done
+	tb.checkConsole()
 }

@@ -21,7 +21,7 @@ func getAsset(tb testing.TB, h http.Handler, path string, headers ...string) *ht
 	return rec
 }
 
-// TestMonitorAssets serves the page and its two files as a browser gets
+// TestMonitorAssets serves the page and its three files as a browser gets
 // them: typed, gzipped when asked, revalidated by ETag, the page under a
 // policy that runs its own script only. It logs the page's weight.
 func TestMonitorAssets(t *testing.T) {
@@ -30,6 +30,7 @@ func TestMonitorAssets(t *testing.T) {
 	for _, c := range []struct{ path, ctype, marker string }{
 		{"/", "text/html; charset=utf-8", `<script src="/monitor.js" defer></script>`},
 		{"/monitor.js", "text/javascript; charset=utf-8", `fetch(path`},
+		{"/decode.js", "text/javascript; charset=utf-8", `"/snowflake/"`},
 		{"/monitor.css", "text/css; charset=utf-8", `font-variant-numeric: tabular-nums`},
 	} {
 		plain := getAsset(t, h, c.path)
@@ -63,7 +64,7 @@ func TestMonitorAssets(t *testing.T) {
 		plainTotal += plain.Body.Len()
 		gzTotal += zipped.Body.Len()
 	}
-	t.Logf("monitor page weight: %d bytes (%d gzipped) for /, /monitor.js and /monitor.css", plainTotal, gzTotal)
+	t.Logf("monitor page weight: %d bytes (%d gzipped) for /, /monitor.js, /decode.js and /monitor.css", plainTotal, gzTotal)
 
 	page := getAsset(t, h, "/")
 	csp := page.Header().Get("Content-Security-Policy")

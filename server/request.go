@@ -110,7 +110,8 @@ func countParam(raw string, limit segment.CountLimit) (int, error) {
 }
 
 // maxBodyBytes bounds a POST body; the largest legitimate one is a few
-// hundred bytes.
+// hundred bytes. POST /tags with an array has its own bound
+// (maxBulkBodyBytes).
 const maxBodyBytes = 64 << 10
 
 // object is a JSON object body by field. Decoding into a map rather than a
@@ -123,13 +124,37 @@ type object map[string]json.RawMessage
 // fields are refused, because a misspelt optional field (say
 // "last_timestamp") would otherwise be silently dropped.
 func readObject(w http.ResponseWriter, r *http.Request, fields ...string) (object, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	data, err := readBody(w, r, maxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	return parseObject(data, fields...)
+}
+
+// readBody reads a request body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, badParam("body", "larger than 64 KiB")
+			return nil, errBodyTooLarge(limit)
 		}
 		return nil, badParam("body", "could not be read")
 	}
+	return data, nil
+}
+
+// errBodyTooLarge refuses a body above limit bytes, a whole number of
+// KiB or MiB.
+func errBodyTooLarge(limit int64) error {
+	size := strconv.FormatInt(limit>>10, 10) + " KiB"
+	if limit >= 1<<20 {
+		size = strconv.FormatInt(limit>>20, 10) + " MiB"
+	}
+	return badParam("body", "larger than "+size)
+}
+
+// parseObject reads data as readObject reads a body.
+func parseObject(data []byte, fields ...string) (object, error) {
 	if strings.TrimSpace(string(data)) == "" {
 		return object{}, nil
 	}

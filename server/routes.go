@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 		// anyone; its data, /status, is guarded like GET /tags.
 		{http.MethodGet, "/", s.handleMonitor(assetPage)},
 		{http.MethodGet, "/monitor.js", s.handleMonitor(assetScript)},
+		{http.MethodGet, "/decode.js", s.handleMonitor(assetDecode)},
 		{http.MethodGet, "/monitor.css", s.handleMonitor(assetStyle)},
 		{http.MethodGet, "/status", s.adminIfToken(s.handleStatus)},
 		{http.MethodPost, "/workerid", s.admin(s.handleAcquire)},

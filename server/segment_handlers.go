@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idalloc/idalloc/access"
@@ -106,25 +104,33 @@ type tagJSON struct {
 	*datedListing
 }
 
-// handleListTags serves GET /tags from the allocator's last tag-list reload
-// (every segment.tag_refresh): a flood of it costs the store nothing.
+// handleListTags serves GET /tags: a page of the allocator's last
+// tag-list reload (every segment.tag_refresh; paging.go), so a flood of it
+// costs the store nothing and each request what its page holds. Without
+// parameters it is the first 1,000 tags by name, with "next" naming the
+// last when more follow: a client of the time it listed every tag reads
+// page one as it read the list.
 func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
-	tags := s.seg.Tags()
-	stats := make(map[string]segment.TagStats, len(tags))
-	for _, st := range s.seg.Stats() {
-		stats[st.AppTag] = st
+	q, err := readPageQuery(r.URL.RawQuery, tagsLimits)
+	if err != nil {
+		return s.fail(w, r, err)
 	}
-	out := make([]tagJSON, 0, len(tags))
-	for _, t := range tags {
-		out = append(out, s.tagListing(t, stats[t.AppTag]))
+	p := s.pageOf(q)
+	out := make([]tagJSON, len(p.rows))
+	for i := range p.rows {
+		snap, _ := s.seg.Snapshot(p.rows[i].AppTag) // zeros for a tag not served here yet
+		out[i] = s.tagListing(p.rows[i], snap.TagStats)
 	}
-	// Sorted already by the allocator; sorting again keeps the answer's
-	// order this handler's promise whatever Segments it is given.
-	slices.SortFunc(out, func(a, b tagJSON) int { return strings.Compare(a.AppTag, b.AppTag) })
+	var next *string
+	if p.next != "" {
+		next = &p.next
+	}
 	return s.sendJSON(w, r, http.StatusOK, struct {
 		envelope
-		Tags []tagJSON `json:"tags"`
-	}{success, out})
+		Tags  []tagJSON `json:"tags"`
+		Total int       `json:"total"`
+		Next  *string   `json:"next"`
+	}{success, out, p.total, next})
 }
 
 // tagListing is row t with this instance's figures st, as GET /tags
@@ -151,9 +157,20 @@ func (s *Server) tagListing(t segment.Tag, st segment.TagStats) tagJSON {
 	}
 }
 
-// handleCreateTag serves POST /tags (admin).
+// handleCreateTag serves POST /tags (admin): one tag as a JSON object,
+// or many as an array of them (tags_bulk.go).
 func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
-	nt, err := s.readTag(w, r)
+	data, err := readBody(w, r, maxBulkBodyBytes)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	if isArray(data) {
+		return s.createTags(w, r, data)
+	}
+	if len(data) > maxBodyBytes {
+		return s.fail(w, r, errBodyTooLarge(maxBodyBytes))
+	}
+	nt, err := newTagOf(data)
 	if err != nil {
 		return s.fail(w, r, err)
 	}
@@ -163,14 +180,23 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
-		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec)
-	c := createdTag{t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, s.datedSettingsOf(t)}
+	s.logCreated(t)
+	c := s.createdOf(t)
 	s.record(r, access.ActionTagCreate, t.AppTag, c)
 	return s.sendJSON(w, r, http.StatusCreated, struct {
 		envelope
 		createdTag
 	}{success, c})
+}
+
+func (s *Server) logCreated(t segment.Tag) {
+	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
+		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec)
+}
+
+// createdOf is t as POST /tags answers it.
+func (s *Server) createdOf(t segment.Tag) createdTag {
+	return createdTag{t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, s.datedSettingsOf(t)}
 }
 
 // createdTag is a tag as POST /tags created it: its answer, and its audit
@@ -185,14 +211,15 @@ type createdTag struct {
 	*datedSettings
 }
 
-// readTag reads POST /tags' body: app_tag is required, and step too but
-// for format dated, whose step has a default (API.md §11); start,
-// description, format, length and dated's period, time_zone, prefix and
-// separator are optional, and what is not sent is left "not given" for
-// the allocator's defaults. Only the JSON is checked here; the tag's rules
-// and their words are the allocator's (segment.CheckNewTag).
-func (s *Server) readTag(w http.ResponseWriter, r *http.Request) (segment.NewTag, error) {
-	o, err := readObject(w, r, "app_tag", "step", "start", "description", "format", "length",
+// newTagOf reads a tag of POST /tags, the body or an entry of its array:
+// app_tag is required, and step too but for format dated, whose step has
+// a default (API.md §11); start, description, format, length and dated's
+// period, time_zone, prefix and separator are optional, and what is not
+// sent is left "not given" for the allocator's defaults. Only the JSON is
+// checked here; the tag's rules and their words are the allocator's
+// (segment.CheckNewTag).
+func newTagOf(data []byte) (segment.NewTag, error) {
+	o, err := parseObject(data, "app_tag", "step", "start", "description", "format", "length",
 		"period", "time_zone", "prefix", "separator")
 	if err != nil {
 		return segment.NewTag{}, err

@@ -97,6 +97,10 @@ type Config struct {
 	// with none idle a new connection is answered 503 (resp_code 3, kind
 	// unavailable) and closed. See frontend.Limiter.
 	MaxConns int
+	// MaxTagSeries caps the tags with per-tag metric series of their own
+	// (metrics.max_tag_series); the others are summed under
+	// app_tag="_other" (tagseries.go). 0 means DefaultMaxTagSeries.
+	MaxTagSeries int
 }
 
 // Server answers the HTTP API. It starts one goroutine, the store health
@@ -109,8 +113,11 @@ type Server struct {
 	own    OwnLease
 	// guard is Deps.Guard with alloc_auth on, nil with it off: the one
 	// check the ID routes make (allowTag).
-	guard    Guard
-	tokens   Tokens
+	guard  Guard
+	tokens Tokens
+	// act ranks tags by the IDs they issued lately, for the listings'
+	// busiest first and the metrics' choice of per-tag series.
+	act      *activity
 	metrics  *Metrics
 	gatherer prometheus.Gatherer
 	log      *slog.Logger
@@ -147,7 +154,7 @@ type Server struct {
 // the first request, and starts the health checker. Errors: a nil Segments
 // or Store, an OwnLease without Leases, AllocAuth without a Guard, a
 // negative MaxBatch, MaxRange,
-// HealthInterval or MaxConns, or Metrics without Gatherer (or the other
+// HealthInterval, MaxConns or MaxTagSeries, or Metrics without Gatherer (or the other
 // way round).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil || deps.Store == nil {
@@ -159,8 +166,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.AllocAuth && deps.Guard == nil {
 		return nil, errors.New("server: Config.AllocAuth needs Deps.Guard")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxRange < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 {
-		return nil, errors.New("server: MaxBatch, MaxRange, HealthInterval and MaxConns must not be negative")
+	if cfg.MaxBatch < 0 || cfg.MaxRange < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 || cfg.MaxTagSeries < 0 {
+		return nil, errors.New("server: MaxBatch, MaxRange, HealthInterval, MaxConns and MaxTagSeries must not be negative")
 	}
 	s := &Server{
 		seg:            deps.Segments,
@@ -169,6 +176,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		leases:         deps.Leases,
 		own:            deps.OwnLease,
 		tokens:         deps.Tokens,
+		act:            newActivity(deps.Segments),
 		metrics:        cfg.Metrics,
 		gatherer:       cfg.Gatherer,
 		log:            cfg.Logger,
@@ -194,7 +202,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	case s.metrics == nil || s.gatherer == nil:
 		return nil, errors.New("server: Config.Metrics and Config.Gatherer go together: set both or neither")
 	}
-	s.metrics.watch(s.seg, s.flake != nil, s.own)
+	s.metrics.watch(s.seg, s.act, orDefault(cfg.MaxTagSeries, DefaultMaxTagSeries), s.flake != nil, s.own)
 	s.idsPool.New = func() any {
 		ids := make([]int64, s.count.Max())
 		return &ids

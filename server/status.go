@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"compress/gzip"
 	"io"
 	"net/http"
@@ -11,19 +12,22 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// GET /status is the monitor page's data, one answer per refresh for every
-// tag: the instance's state as /health decides it, each tag's double
-// buffer, and the snowflake lease. It is read from memory only (the
-// allocator's snapshots, the health checker's last ping, the lease keeper,
-// the drift counters), so a page left open costs the store nothing, and
-// the server one pass over its tags a second with no allocation per tag
-// (BenchmarkStatus).
+// GET /status is the monitor page's data, one answer per refresh for a
+// page of the tags (paging.go: ?prefix=, ?after=, ?limit= from 1 to 1,000,
+// 100 by default, ?sort=busiest): the instance's state as /health decides
+// it, each tag's double buffer, and the snowflake lease. It is read from
+// memory only (the allocator's snapshots, the health checker's last ping,
+// the lease keeper, the drift counters), so a page left open costs the
+// store nothing, and the server what the page holds, with no allocation
+// per tag (BenchmarkStatus), plus at most one pass over every tag a
+// second (activity) for the IDs buffered in all and busiest first.
 //
 // Every value that counts or names IDs (max_id, issued, buffered, …) is a
 // JSON string of digits: they are int64, and JavaScript's numbers lose
 // precision above 2^53. Small figures (length, worker_id, drift events,
-// seconds) are numbers. Nothing secret is in it: a scrambled tag's key
-// never leaves the store's rows, and the lease's token is left out.
+// seconds, the count of tags) are numbers. Nothing secret is in it: a
+// scrambled tag's key never leaves the store's rows, and the lease's token
+// is left out.
 //
 //	{"resp_code":0,"msg":"success",
 //	 "now":"2026-11-21T10:00:00.123Z",
@@ -33,11 +37,16 @@ import (
 //	   "drift":{"waited":0,"try_later":0,"too_large":0},
 //	   "lease":null | {"held":false} | {"held":true,"cluster":"default","worker_id":3,
 //	     "max_worker_id":1023,"expires_at":"…","seconds_left":19.8}},
+//	 "total":1, "next":null | "the page's last app_tag, to pass as after",
 //	 "tags":[{"app_tag":"test_business","format":"sequential","length":0,
 //	   "step":"100000","current_step":"200000",
 //	   "buffered":"299000","current_left":"99000","current_size":"100000","prefetched":"200000",
 //	   "issued":"1000","max_id":"300000","given_back":"0","wasted":"0",
 //	   "last_fetch":"…"|null,"last_fetch_ms":1.25,"fetching":false,"fetch_failing":false}]}
+//
+// "buffered" counts every tag's, "total" the tags the prefix keeps, on
+// every page. A tag this instance has not served yet shows its row's step
+// and zeros.
 //
 // A dated tag's object adds its settings and current period (dated.go),
 // its max_id, buffer and fetch fields being that period's:
@@ -57,10 +66,18 @@ var (
 
 // handleStatus serves GET /status (guarded like GET /tags).
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) int {
+	q, err := readPageQuery(r.URL.RawQuery, statusLimits)
+	if err != nil {
+		return s.fail(w, r, err)
+	}
+	p := s.pageOf(q)
 	sp := snapPool.Get().(*[]segment.TagSnapshot)
-	snaps := s.seg.AppendSnapshots((*sp)[:0])
+	snaps := (*sp)[:0]
+	for i := range p.rows {
+		snaps = append(snaps, s.snapshotOf(&p.rows[i]))
+	}
 	bp := statusBodyPool.Get().(*[]byte)
-	body := s.appendStatus((*bp)[:0], time.Now(), snaps)
+	body := s.appendStatus((*bp)[:0], time.Now(), &p, snaps)
 	if len(body) >= statusGzipMin && acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		sendGzipped(w, body)
 	} else {
@@ -101,8 +118,23 @@ func sendGzipped(w http.ResponseWriter, body []byte) {
 	gzipPool.Put(zw)
 }
 
-// appendStatus appends the body of GET /status to b.
-func (s *Server) appendStatus(b []byte, now time.Time, snaps []segment.TagSnapshot) []byte {
+// snapshotOf is row's snapshot, or for a tag this instance has no buffer
+// for (yet) the row's settings and zeros.
+func (s *Server) snapshotOf(row *segment.Tag) segment.TagSnapshot {
+	snap, ok := s.seg.Snapshot(row.AppTag)
+	if !ok {
+		snap.AppTag, snap.Length = row.AppTag, row.Length
+		snap.Format = cmp.Or(row.Format, segment.FormatSequential)
+	}
+	if snap.RowStep == 0 {
+		snap.RowStep = row.Step
+	}
+	return snap
+}
+
+// appendStatus appends the body of GET /status for page p, whose
+// snapshots are snaps, to b.
+func (s *Server) appendStatus(b []byte, now time.Time, p *page, snaps []segment.TagSnapshot) []byte {
 	b = append(b, okPrefix+`,"now":`...)
 	b = appendTime(b, now)
 	b = append(b, `,"status":`...)
@@ -111,12 +143,9 @@ func (s *Server) appendStatus(b []byte, now time.Time, snaps []segment.TagSnapsh
 	b = strconv.AppendBool(b, s.storeOK.Load())
 	b = append(b, `,"draining":`...)
 	b = strconv.AppendBool(b, s.draining.Load())
-	var total int64
-	for i := range snaps {
-		total += snaps[i].Buffered
-	}
-	b = appendIntField(b, "buffered", total)
+	b = appendIntField(b, "buffered", s.act.totalBuffered())
 	b = s.appendSnowflake(append(b, `,"snowflake":`...), now)
+	b = appendPageFields(b, p)
 	b = append(b, `,"tags":[`...)
 	for i := range snaps {
 		if i > 0 {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,17 +16,17 @@ import (
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
-// AppendSnapshots makes fakeSegments a Segments: its tags as Stats has
-// them, in tag order.
-func (f *fakeSegments) AppendSnapshots(dst []segment.TagSnapshot) []segment.TagSnapshot {
-	stats := f.Stats()
-	slices.SortFunc(stats, func(a, b segment.TagStats) int { return strings.Compare(a.AppTag, b.AppTag) })
-	for _, st := range stats {
-		st.Format = segment.FormatSequential
-		dst = append(dst, segment.TagSnapshot{TagStats: st, CurrentLeft: 40, CurrentSize: 1000, Prefetched: 2,
-			RowStep: 1000, MaxID: 1 << 60, LastFetch: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), LastFetchTook: 1500 * time.Microsecond})
+// Snapshot makes fakeSegments a Segments: a tag's figures as AllStats
+// has them, in a fixed double buffer.
+func (f *fakeSegments) Snapshot(tag string) (segment.TagSnapshot, bool) {
+	f.snapshots.Add(1)
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	if _, ok := f.tags[tag]; !ok {
+		return segment.TagSnapshot{}, false
 	}
-	return dst
+	return segment.TagSnapshot{TagStats: f.statsOf(tag), CurrentLeft: 40, CurrentSize: 1000, Prefetched: 2,
+		RowStep: 1000, MaxID: 1 << 60, LastFetch: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), LastFetchTook: 1500 * time.Microsecond}, true
 }
 
 // idFields are the tag fields that carry int64 values, as strings.
@@ -228,7 +227,7 @@ func TestStatusShowsNoSecret(t *testing.T) {
 	}
 	var bodies [][]byte
 	bodies = append(bodies, []byte(got.raw))
-	for _, asset := range []string{"/", "/monitor.js", "/monitor.css"} {
+	for _, asset := range []string{"/", "/monitor.js", "/decode.js", "/monitor.css"} {
 		bodies = append(bodies, serve(srv.Handler(), "GET", asset, "", "192.0.2.1:1234", "").Body.Bytes())
 	}
 	secrets := []string{token, "format_key", hex.EncodeToString(key), strings.ToUpper(hex.EncodeToString(key)),

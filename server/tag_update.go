@@ -46,17 +46,11 @@ func (s *Server) handleUpdateTag(w http.ResponseWriter, r *http.Request) int {
 	}{c.Step, c.Description})
 	s.log.Info("tag updated", "app_tag", t.AppTag, "step", t.Step, "step_changed", c.Step != nil,
 		"description_changed", c.Description != nil)
-	var st segment.TagStats
-	for _, x := range s.seg.Stats() {
-		if x.AppTag == t.AppTag {
-			st = x
-			break
-		}
-	}
+	snap, _ := s.seg.Snapshot(t.AppTag) // zeros for a tag not served here yet
 	return s.sendJSON(w, r, http.StatusOK, struct {
 		envelope
 		tagJSON
-	}{success, s.tagListing(t, st)})
+	}{success, s.tagListing(t, snap.TagStats)})
 }
 
 // readTagChange reads PATCH /tags/{app_tag}'s body: step, description, or

@@ -1,5 +1,8 @@
 // idalloc monitor: polls GET /status once a second and draws it. Plain
-// JavaScript, no framework, no build step.
+// JavaScript, no framework, no build step. It asks for one page of tags
+// at a time (?limit=), filtered by a prefix, by name or busiest first;
+// Next passes the page's "next" as ?after=, Previous goes back to the
+// "after" it came from.
 //
 // Every ID and count of IDs arrives as a string of digits and is handled
 // as a BigInt or a string, never as a Number: int64 values above 2^53
@@ -9,12 +12,18 @@
 (() => {
   const POLL_MS = 1000;
   const TIMEOUT_MS = 4000;
+  const PAGE = 100;
+  const PREFIX = /^[A-Za-z0-9_.:-]{0,64}$/; // the start of a tag
 
   let token = "";
   let needToken = false;
   let timer = 0;
   let inFlight = false;
+  let again = false; // the view changed during a poll: poll again at once
   let tagOrder = "";
+  // The page shown: afters holds the ?after= of each page from the first,
+  // the last being this one's; next is this page's "next".
+  const view = { prefix: "", busiest: false, afters: [""], next: null };
   const rows = new Map(); // app_tag -> {tr, cells}
   const prev = new Map(); // app_tag -> {issued: BigInt, at: ms}, for IDs/s
 
@@ -47,12 +56,22 @@
     if (!needToken) timer = setTimeout(poll, ms);
   }
 
+  function statusURL() {
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (view.prefix) q.set("prefix", view.prefix);
+    const after = view.afters[view.afters.length - 1];
+    if (after) q.set("after", after);
+    if (view.busiest) q.set("sort", "busiest");
+    return "/status?" + q;
+  }
+
   async function poll() {
     if (inFlight) return;
     if (document.hidden) { schedule(POLL_MS); return; } // resumed on visibilitychange
     inFlight = true;
     try {
-      const { status, body } = await getJSON("/status", authHeaders());
+      const url = statusURL();
+      const { status, body } = await getJSON(url, authHeaders());
       if (status === 401) {
         askToken(token ? body.msg : "");
         return;
@@ -61,13 +80,27 @@
         showState("gone", "error: " + body.msg);
         return;
       }
-      render(body);
+      if (url === statusURL()) render(body); // else the view changed meanwhile: poll again
     } catch (e) {
       showState("gone", "no answer from this instance");
     } finally {
       inFlight = false;
-      schedule(POLL_MS);
+      schedule(again ? 0 : POLL_MS);
+      again = false;
     }
+  }
+
+  // refresh polls for a new view at once, or right after the poll under way.
+  function refresh() {
+    if (inFlight) again = true;
+    else schedule(0);
+  }
+
+  function toPage(afters) {
+    view.afters = afters;
+    view.next = null;
+    $("prev").disabled = $("next").disabled = true;
+    refresh();
   }
 
   function askToken(msg) {
@@ -110,7 +143,24 @@
     const now = Date.parse(s.now);
     setText($("updated"), new Date(now).toLocaleTimeString());
     renderTags(s.tags, now);
+    renderPager(s);
     renderSnowflake(s.snowflake);
+  }
+
+  function renderPager(s) {
+    const shown = s.tags.length;
+    if (shown === 0 && view.afters.length > 1) { // its tags are gone: the page before
+      toPage(view.afters.slice(0, -1));
+      return;
+    }
+    view.next = s.next;
+    $("next").disabled = !s.next;
+    $("prev").disabled = view.afters.length === 1;
+    const from = (view.afters.length - 1) * PAGE;
+    setText($("page-info"), shown === 0 ? "" : nf.format(from + 1) + "–" + nf.format(from + shown) + " of " + nf.format(s.total));
+    setText($("tag-count"), "(" + nf.format(s.total) + (view.prefix ? " starting with " + view.prefix : "") + ")");
+    setText($("no-tags"), view.prefix ? "No tag starts with " + view.prefix + "." : "No tags yet: create one with POST /tags.");
+    $("no-tags").hidden = s.total > 0;
   }
 
   const COLS = [
@@ -278,8 +328,6 @@
       tagOrder = order;
       for (const t of tags) body.appendChild(rows.get(t.app_tag).tr);
     }
-    setText($("tag-count"), "(" + tags.length + ")");
-    $("no-tags").hidden = tags.length > 0;
   }
 
   function renderSnowflake(sf) {
@@ -298,46 +346,6 @@
     setText($("sf-toolarge"), nf.format(sf.drift.too_large));
   }
 
-  async function decode(ev) {
-    ev.preventDefault();
-    const out = $("decoded");
-    out.replaceChildren();
-    const raw = $("decode-id").value.trim();
-    const fail = (msg) => {
-      const p = document.createElement("p");
-      p.className = "error";
-      p.textContent = msg;
-      out.appendChild(p);
-    };
-    // Digits only, and kept a string: Number() would round it above 2^53.
-    if (!/^[0-9]{1,19}$/.test(raw)) {
-      fail("A snowflake ID is 1 to 19 digits.");
-      return;
-    }
-    try {
-      const { body } = await getJSON("/snowflake/" + encodeURIComponent(raw), {});
-      if (body.resp_code !== 0) {
-        fail(body.msg);
-        return;
-      }
-      const dl = document.createElement("dl");
-      dl.className = "pairs";
-      for (const [k, v] of [["ID", body.id_str], ["Time (UTC)", body.time], ["Timestamp (ms)", String(body.timestamp_ms)],
-        ["Worker ID", String(body.worker_id)], ["Sequence", String(body.sequence)]]) {
-        const dt = document.createElement("dt");
-        dt.textContent = k;
-        const dd = document.createElement("dd");
-        dd.className = "num";
-        dd.textContent = v;
-        if (k === "ID") dd.id = "decoded-id";
-        dl.append(dt, dd);
-      }
-      out.appendChild(dl);
-    } catch (e) {
-      fail("No answer from this instance.");
-    }
-  }
-
   function login(ev) {
     ev.preventDefault(); // never submitted: the token must not reach a URL
     const input = $("token");
@@ -350,6 +358,24 @@
     poll();
   }
 
+  let filterTimer = 0;
+
+  function filter() {
+    const v = $("filter").value.trim();
+    clearTimeout(filterTimer);
+    if (!PREFIX.test(v)) {
+      setText($("filter-error"), "A prefix is the start of a tag: up to 64 of A-Z a-z 0-9 _ . : -");
+      return;
+    }
+    setText($("filter-error"), "");
+    // Once typing pauses: a poll per key would page through every prefix.
+    filterTimer = setTimeout(() => {
+      if (v === view.prefix) return;
+      view.prefix = v;
+      toPage([""]);
+    }, 250);
+  }
+
   function forget() {
     for (const row of rows.values()) row.tr.remove();
     rows.clear();
@@ -360,8 +386,11 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     $("login-form").addEventListener("submit", login);
-    $("decode-form").addEventListener("submit", decode);
     $("forget").addEventListener("click", forget);
+    $("filter").addEventListener("input", filter);
+    $("busiest").addEventListener("change", () => { view.busiest = $("busiest").checked; toPage([""]); });
+    $("next").addEventListener("click", () => { if (view.next) toPage([...view.afters, view.next]); });
+    $("prev").addEventListener("click", () => { if (view.afters.length > 1) toPage(view.afters.slice(0, -1)); });
     document.addEventListener("visibilitychange", () => { if (!document.hidden) schedule(0); });
     poll();
   });

@@ -1,0 +1,190 @@
+package server
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idalloc/idalloc/segment"
+)
+
+// activity knows how busy each tag is lately: at each sample it reads
+// every tag's IDs issued (Segments.AllStats) and keeps, per tag, the count
+// and its rate, in IDs a second, averaged over the last rateWindow or so
+// (an exponentially weighted mean over the samples, each weighing by the
+// time it covers). Busiest first on the listings and the metrics' choice
+// of the tags with series of their own rank tags by that rate. A sample
+// is one pass over every tag, a map write each: some milliseconds at
+// 100,000 tags. It is taken when one of them asks and the last is older
+// than minSampleGap, so a flood of requests costs at most a pass a
+// second. It also sums the IDs buffered over every tag, the figure GET
+// /status heads its page with.
+type activity struct {
+	seg Segments
+	now func() time.Time // time.Now; tests freeze it
+	mu  sync.Mutex
+	// since is when counting began (the allocator's counts start near
+	// it), for the first sample's rates; at is the last sample's time.
+	since, at time.Time
+	// tags holds every tag seen by a sample; its keys are the
+	// allocator's own strings, so they cost no copy.
+	tags     map[string]tagActivity
+	buffered int64
+}
+
+// tagActivity is one tag at the last sample.
+type tagActivity struct {
+	issued int64   // IDs issued by this instance since it started
+	rate   float64 // IDs a second, lately
+}
+
+const (
+	// minSampleGap is the least time between two samples.
+	minSampleGap = time.Second
+	// rateWindow is about how far back a rate looks: the monitor page's
+	// busiest first follows a tag that turns busy within seconds and
+	// does not reorder on every second's noise.
+	rateWindow = 10 * time.Second
+)
+
+func newActivity(seg Segments) *activity {
+	return &activity{seg: seg, now: time.Now, since: time.Now(), tags: map[string]tagActivity{}}
+}
+
+// sampleLocked takes a sample unless the last is younger than
+// minSampleGap. a.mu must be held.
+func (a *activity) sampleLocked() {
+	now := a.now()
+	prev := a.at
+	if prev.IsZero() {
+		prev = a.since
+	} else if now.Sub(prev) < minSampleGap {
+		return
+	}
+	dt := max(now.Sub(prev), minSampleGap).Seconds()
+	// What the rate before still weighs: the share of rateWindow the
+	// sample did not cover, decaying.
+	keep := math.Exp(-dt / rateWindow.Seconds())
+	a.at = now
+	a.buffered = 0
+	for st := range a.seg.AllStats() {
+		old := a.tags[st.AppTag]
+		// The count never falls; max keeps the rate ≥ 0 for any Segments.
+		since := float64(max(st.Issued-old.issued, 0)) / dt
+		a.tags[st.AppTag] = tagActivity{issued: st.Issued, rate: since + keep*(old.rate-since)}
+		a.buffered += st.Buffered
+	}
+}
+
+// totalBuffered is the IDs buffered over every tag, at most minSampleGap
+// old.
+func (a *activity) totalBuffered() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sampleLocked()
+	return a.buffered
+}
+
+// busy is a tag ranked by its rate.
+type busy struct {
+	tag  string
+	rate float64
+	// row is the tag's index among the rows ranked, for busiest; own
+	// says the tag has series of its own, for the metrics' choice.
+	row int
+	own bool
+}
+
+// busier orders tags busiest first, then by name.
+func busier(x, y busy) int {
+	if c := cmp.Compare(y.rate, x.rate); c != 0 {
+		return c
+	}
+	return strings.Compare(x.tag, y.tag)
+}
+
+// busiest is the page of rows, busiest first, after the tag after (in
+// that order, at its current rank: a tag whose rank changed between
+// two pages may show twice or not at all, as in any live view), of at
+// most limit tags. It samples at most once per minSampleGap, then ranks
+// every row offered, keeping the limit best in a heap: O(m log limit)
+// for m rows, some milliseconds for 100,000 rows and a page of 100.
+func (a *activity) busiest(rows []segment.Tag, after string, limit int) page {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sampleLocked()
+	var cursor busy
+	if after != "" {
+		cursor = busy{tag: after, rate: a.tags[after].rate}
+	}
+	top := &topK{k: limit, worse: func(x, y busy) bool { return busier(x, y) > 0 }}
+	p := page{total: len(rows)}
+	more := 0 // rows after the cursor
+	for i := range rows {
+		b := busy{tag: rows[i].AppTag, rate: a.tags[rows[i].AppTag].rate, row: i}
+		if after != "" && busier(b, cursor) <= 0 {
+			continue
+		}
+		more++
+		top.offer(b)
+	}
+	ranked := top.sorted(busier)
+	p.rows = make([]segment.Tag, len(ranked))
+	for i, b := range ranked {
+		p.rows[i] = rows[b.row]
+	}
+	if more > len(ranked) {
+		p.next = ranked[len(ranked)-1].tag
+	}
+	return p
+}
+
+// topK keeps the k best of the tags offered to it: a heap whose root is
+// the worst kept, so an offer costs O(log k).
+type topK struct {
+	k     int
+	worse func(x, y busy) bool // x ranks below y
+	h     []busy
+}
+
+// offer keeps b if it is among the k best so far.
+func (t *topK) offer(b busy) {
+	switch {
+	case t.k <= 0:
+	case len(t.h) < t.k:
+		t.h = append(t.h, b)
+		for i := len(t.h) - 1; i > 0; { // up, while worse than its parent
+			p := (i - 1) / 2
+			if !t.worse(t.h[i], t.h[p]) {
+				break
+			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+	case t.worse(t.h[0], b):
+		t.h[0] = b
+		for i := 0; ; { // down, while a child is worse
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < len(t.h) && t.worse(t.h[l], t.h[w]) {
+				w = l
+			}
+			if r < len(t.h) && t.worse(t.h[r], t.h[w]) {
+				w = r
+			}
+			if w == i {
+				break
+			}
+			t.h[i], t.h[w] = t.h[w], t.h[i]
+			i = w
+		}
+	}
+}
+
+// sorted returns the tags kept, best first by order.
+func (t *topK) sorted(order func(x, y busy) int) []busy {
+	slices.SortFunc(t.h, order)
+	return t.h
+}
