@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/naming"
 )
 
 // Token secrets. A made one is secretBytes random bytes from crypto/rand
@@ -115,21 +116,7 @@ func validSecret(s string) bool {
 	return s[0] != '='
 }
 
-// ValidName reports whether s may name a token: the characters and
-// length of an app_tag, so that a name is safe in a URL path (DELETE
+// ValidName reports whether s may name a token: the rule of an app_tag
+// (package naming), so that a name is safe in a URL path (DELETE
 // /tokens/{name}), a log line and SQL alike.
-func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '_', c == '.', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidName(s string) bool { return naming.Valid(s) }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/naming"
 	"github.com/idalloc/idalloc/scramble"
 	"github.com/idalloc/idalloc/segment/dated"
 )
@@ -31,22 +32,9 @@ const (
 )
 
 // ValidTag reports whether s matches ^[A-Za-z0-9_.:-]{1,64}$, the only tags
-// that may reach SQL, logs or metric labels.
-func ValidTag(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '_', c == '.', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// that may reach SQL, logs or metric labels (package naming's rule, which
+// token names share).
+func ValidTag(s string) bool { return naming.Valid(s) }
 
 // NewTag is a tag as a client asks for it, before the defaults: what
 // Allocator.CreateTag and CheckNewTag take. What a client may leave out
