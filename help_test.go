@@ -111,18 +111,18 @@ func parseServeOnly(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// TestREADMEShowsTheHelp: the README shows `idalloc -help` as it is, so
-// the two cannot drift apart.
-func TestREADMEShowsTheHelp(t *testing.T) {
+// TestConfigurationDocShowsTheHelp: docs/configuration.md shows `idalloc
+// -help` as it is, so the two cannot drift apart.
+func TestConfigurationDocShowsTheHelp(t *testing.T) {
 	var out bytes.Buffer
 	if _, err := config.ParseServe([]string{"-help"}, &out, io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("ParseServe(-help): got %v, want flag.ErrHelp", err)
 	}
-	readme, err := os.ReadFile("README.md")
+	doc, err := os.ReadFile("docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "$ idalloc -help\n" + out.String(); !strings.Contains(string(readme), want) {
-		t.Errorf("README.md does not show idalloc -help as it prints today; paste this after its paragraph on -help:\n%s", want)
+	if want := "$ idalloc -help\n" + out.String(); !strings.Contains(string(doc), want) {
+		t.Errorf("docs/configuration.md does not show idalloc -help as it prints today; paste this after its paragraph on -help:\n%s", want)
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // TestExamples builds the programs under examples/ and runs them against a
-// live idalloc, as the README says: segment prints IDs; snowflake leases a
+// live idalloc, as docs/clients.md says: segment prints IDs; snowflake leases a
 // worker ID, prints IDs, and releases it on Ctrl-C (SIGINT).
 func TestExamples(t *testing.T) {
 	srv := startServer(t, "examples", serverConfig(t.TempDir(), map[string]any{

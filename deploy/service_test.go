@@ -193,7 +193,7 @@ func TestServiceBehindTheStack(t *testing.T) {
 			}
 		}
 
-		// The README's rolling restart: SIGTERM one instance; through its
+		// deploy/README.md's rolling restart: SIGTERM one instance; through its
 		// drain and after it has gone, clients see only successes.
 		gone := inst[1]
 		if err := gone.proc.signal(syscall.SIGTERM); err != nil {

@@ -167,7 +167,7 @@ func errorKind(err error) string {
 }
 
 // TestGaleraThreeInstancesNoDuplicates: three idalloc instances, each on its
-// own node of the Galera cluster with the README's plain DSN, serve one tag
+// own node of the Galera cluster with docs/operations.md's plain DSN, serve one tag
 // of step 10 (segment.max_step 10, so every fetch is 10 IDs and the three
 // nodes' fetches collide all the time) to 8 clients each for 15 s. No ID may
 // be issued twice, every instance must serve, and each client's IDs must

@@ -83,7 +83,7 @@ func TestPostgresSyncFailover(t *testing.T) {
 // forgotten stretch lie below that instance's mark, not this one's, so a
 // running instance whose mark the store passes first can repeat them.
 // Here the stretch (2 s of fetches) is far above any instance's refusals
-// and nobody passes its mark before advance; the README says why advance
+// and nobody passes its mark before advance; docs/operations.md says why advance
 // belongs right after an asynchronous failover all the same.
 func TestPostgresAsyncFailover(t *testing.T) {
 	env := setup(t)

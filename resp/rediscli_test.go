@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestRedisCLI runs the README's session through redis-cli itself (package
+// TestRedisCLI runs docs/api.md §6's session through redis-cli itself (package
 // redis-tools), as a user types it: both HSET dialects, GET, INCR, MGET,
 // IDS, SNOWFLAKE, INFO, AUTH, DEL refused, and 10,000 pipelined GETs with
 // --pipe.

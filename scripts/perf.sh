@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # perf.sh: measure idalloc beside a bare chi handler, in one run, and print a
-# Markdown table ready for the README's "Performance" section.
+# Markdown table ready for docs/performance.md.
 #
 #   scripts/perf.sh                 # table on stdout
 #   scripts/perf.sh perf.md         # and written to perf.md

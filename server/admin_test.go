@@ -232,7 +232,7 @@ func adminServer(tb testing.TB, st storetest.Store, token string) http.Handler {
 	return s.Handler()
 }
 
-// curl sends a request as curl does for the README's `curl -X POST
+// curl sends a request as curl does for docs/api.md's `curl -X POST
 // host/path -d body`: a form content type, no Origin, no Sec-Fetch-Site.
 // headers, in name, value pairs, are added or replace those.
 func curl(h http.Handler, method, url, body, peer string, headers ...string) (*httptest.ResponseRecorder, map[string]any) {
@@ -261,8 +261,8 @@ func curl(h http.Handler, method, url, body, peer string, headers ...string) (*h
 // from loopback, a forged Origin or Host on POST /tags and POST /workerid
 // is 401 resp_code 7 and creates no row; a refused renew does not move
 // the lease's last_timestamp_ms (the day-long stall), and a refused
-// release leaves the lease held. The README's own curl examples still
-// work, in both modes.
+// release leaves the lease held. The curl examples of docs/api.md §2
+// still work, in both modes.
 func TestAdminRefusalChangesNothing(t *testing.T) {
 	const loopbackPeer = "127.0.0.1:40000"
 	for _, d := range storetest.Drivers() {
@@ -309,8 +309,8 @@ func TestAdminRefusalChangesNothing(t *testing.T) {
 				t.Fatalf("after refused calls worker_leases holds %+v, want no rows", l)
 			}
 
-			// README: "curl -X POST localhost:8880/tags -d '{...}'" and the
-			// /workerid lines.
+			// docs/api.md §2: "curl -X POST localhost:8880/tags -d '{...}'" and
+			// the /workerid lines.
 			rec, out := curl(h, "POST", "http://localhost:8880/tags", `{"app_tag":"order","step":1000,"start":1000000}`, loopbackPeer)
 			if rec.Code != http.StatusCreated {
 				t.Fatalf("README POST /tags: got %d %s, want 201", rec.Code, rec.Body)
@@ -344,7 +344,8 @@ func TestAdminRefusalChangesNothing(t *testing.T) {
 				t.Errorf("README GET /tags: got %d %s, want 200", rec.Code, rec.Body)
 			}
 
-			// README: curl -X POST -H 'Authorization: Bearer s3cret' http://idalloc:8880/tags
+			// docs/api.md §2: curl -X POST -H 'Authorization: Bearer s3cret' …/tags,
+			// sent here from another host, as a token allows.
 			ht := adminServer(t, st, "s3cret")
 			rec, _ = curl(ht, "POST", "http://idalloc:8880/tags", `{"app_tag":"user","step":1000}`, "192.0.2.10:5555", "Authorization", "Bearer s3cret")
 			if rec.Code != http.StatusCreated {
