@@ -108,8 +108,11 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	}
 	if p.guard != nil {
 		closers = append(closers, func() { _ = p.guard.Close() })
+		if err := checkAdminToken(ctx, cfg, st); err != nil {
+			return p, closeAll, err
+		}
 	}
-	if p.admin, err = access.NewAdmin(st, segment.ValidTag, p.guard); err != nil {
+	if p.admin, err = access.NewAdmin(st, segment.ValidTag, p.guard, cfg.AdminToken); err != nil {
 		return p, closeAll, err
 	}
 	ls, closeLeaseStore, err := openLeaseStore(st, cfg.Lease)
@@ -142,6 +145,29 @@ func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *
 	}
 	log.Warn("per-tag tokens unavailable (alloc_auth is off): AUTH over RESP takes admin_token only", "err", err)
 	return nil, nil
+}
+
+// checkAdminToken refuses an admin_token that a per-tag token has as its
+// secret (API.md §15): POST /tokens refuses to make one, but idalloc
+// migrate, which reads no config, may have imported a Tinyid token equal
+// to it, or admin_token was set to one since. Its holders would have
+// admin rights, so the fix is another admin_token; the tag token stays.
+func checkAdminToken(ctx context.Context, cfg config.Settings, st access.Store) error {
+	if cfg.AdminToken == "" {
+		return nil
+	}
+	toks, err := st.Tokens(ctx)
+	if err != nil {
+		return fmt.Errorf("check admin_token against the per-tag tokens: %w", err)
+	}
+	hash := access.HashToken(cfg.AdminToken)
+	for _, t := range toks {
+		if t.Hash == hash {
+			return fmt.Errorf("%s: the per-tag token %q has it as its secret, so its holders would have admin rights: choose another admin_token",
+				cfg.Origin("admin_token"), t.Name)
+		}
+	}
+	return nil
 }
 
 // gateSnowflake starts the keeper once the cluster's snowflake layout has

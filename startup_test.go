@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -135,4 +139,46 @@ func TestMySQLStartSaysWhatToDo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdminTokenThatIsATagToken: a start whose admin_token is the secret
+// of a per-tag token (one idalloc migrate imported, not knowing the admin
+// token) is refused, naming the token and the fix; with another
+// admin_token the store is fine.
+func TestAdminTokenThatIsATagToken(t *testing.T) {
+	const secret = "0f673adf80504e2eaa552f5d791b644c"
+	db := filepath.Join(t.TempDir(), "ids.db")
+	st, err := store.OpenSQLite(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := access.NewAdmin(st, segment.ValidTag, nil, "") // as migrate makes them
+	if err == nil {
+		_, _, err = admin.Create(t.Context(), "test", access.NewToken{Name: "tinyid-7", AppTags: []string{"test"}, Secret: secret})
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(adminToken string) config.Settings {
+		c := config.Default()
+		c.DSN, c.AdminToken = db, adminToken
+		s, err := c.Validate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	_, closeAll, err := buildParts(t.Context(), cfg(secret), false, discard)
+	closeAll()
+	if err == nil || !strings.Contains(err.Error(), `per-tag token "tinyid-7"`) || !strings.Contains(err.Error(), "choose another admin_token") {
+		t.Errorf("start with admin_token a tag token's secret: %v, want a refusal naming tinyid-7 and the fix", err)
+	}
+	p, closeAll, err := buildParts(t.Context(), cfg("another-s3cret-admin-token"), false, discard)
+	if err != nil {
+		t.Errorf("start with another admin_token: %v", err)
+	} else {
+		_ = p.alloc.Close(t.Context())
+	}
+	closeAll()
 }

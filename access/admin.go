@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,21 +20,24 @@ const (
 // Admin makes the admin changes to tokens and writes the audit log. It
 // holds no state and starts no goroutine.
 type Admin struct {
-	st       Store
-	guard    *Guard
-	validTag func(string) bool
+	st         Store
+	guard      *Guard
+	validTag   func(string) bool
+	adminToken []byte
 }
 
 // NewAdmin returns the admin calls on st. validTag is the rule every
 // app_tag of a token must meet, the segment domain's (segment.ValidTag),
 // which this package does not import. guard, if not nil, is this
 // instance's Guard: it reloads after each change, so that the change
-// holds here at once, not a refresh later. Errors: a nil st or validTag.
-func NewAdmin(st Store, validTag func(string) bool, guard *Guard) (*Admin, error) {
+// holds here at once, not a refresh later. adminToken is the service's
+// admin token, which no token may take as its secret ("" when there is
+// none, or the caller does not know it). Errors: a nil st or validTag.
+func NewAdmin(st Store, validTag func(string) bool, guard *Guard, adminToken string) (*Admin, error) {
 	if st == nil || validTag == nil {
 		return nil, errors.New("access: NewAdmin needs a Store and the tag rule")
 	}
-	return &Admin{st: st, guard: guard, validTag: validTag}, nil
+	return &Admin{st: st, guard: guard, validTag: validTag, adminToken: []byte(adminToken)}, nil
 }
 
 // NewToken is a token as an admin asks for it.
@@ -56,8 +60,8 @@ type Token struct {
 // shown this once: only its hash is kept. caller is who asked, for the
 // audit entry written with it. It returns the token's app_tags as kept
 // (sorted). Errors: ErrInvalidName, ErrInvalidTags, ErrInvalidToken,
-// ErrTokenExists (the
-// name is taken) or ErrSecretInUse (the chosen secret is), and the
+// ErrAdminToken (the chosen secret is the admin token), ErrTokenExists
+// (the name is taken) or ErrSecretInUse (the chosen secret is), and the
 // store's failures. Nothing is written on any of them.
 func (a *Admin) Create(ctx context.Context, caller string, n NewToken) (secret string, tags []string, err error) {
 	if !ValidName(n.Name) {
@@ -72,6 +76,8 @@ func (a *Admin) Create(ctx context.Context, caller string, n NewToken) (secret s
 		secret = newSecret()
 	case !validSecret(secret):
 		return "", nil, ErrInvalidToken
+	case len(a.adminToken) > 0 && subtle.ConstantTimeCompare([]byte(secret), a.adminToken) == 1:
+		return "", nil, ErrAdminToken
 	}
 	st := StoredToken{Name: n.Name, Hash: HashToken(secret), AppTags: tags}
 	if err := a.tellTaken(ctx, st); err != nil {

@@ -13,6 +13,9 @@ import (
 // tinyidToken is a token as Tinyid makes them: 32 hex digits.
 const tinyidToken = "0f673adf80504e2eaa552f5d791b644c"
 
+// adminToken is the service's admin token, which no tag token may be.
+const adminToken = "s3cret-admin-token"
+
 // validTag stands in for segment.ValidTag, which this package's tests do
 // not import (the domain stays apart): the same characters and length.
 var validTag = access.ValidName
@@ -26,7 +29,7 @@ func newAdmin(t *testing.T) (*access.Admin, *access.Guard) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
-	a, err := access.NewAdmin(st, validTag, g)
+	a, err := access.NewAdmin(st, validTag, g, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +61,11 @@ func TestCreateRefuses(t *testing.T) {
 		{"a token too long", access.NewToken{Name: "svc", AppTags: []string{"order"}, Secret: strings.Repeat("a", access.MaxTokenLength+1)}, access.ErrInvalidToken, "token"},
 		{"an existing name", access.NewToken{Name: "taken", AppTags: []string{"order"}}, access.ErrTokenExists, "name"},
 		{"an existing token", access.NewToken{Name: "svc", AppTags: []string{"order"}, Secret: tinyidToken}, access.ErrSecretInUse, "token"},
+		{"the admin token", access.NewToken{Name: "svc", AppTags: []string{"order"}, Secret: adminToken}, access.ErrAdminToken, "token"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := newMemStore()
-			a, err := access.NewAdmin(st, validTag, nil)
+			a, err := access.NewAdmin(st, validTag, nil, adminToken)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +95,7 @@ func TestCreateRevokeAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	a, err := access.NewAdmin(st, validTag, g)
+	a, err := access.NewAdmin(st, validTag, g, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +184,7 @@ func TestCreateRevokeAudited(t *testing.T) {
 func TestStoreFailures(t *testing.T) {
 	ctx := t.Context()
 	st := newMemStore()
-	a, err := access.NewAdmin(st, validTag, nil)
+	a, err := access.NewAdmin(st, validTag, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +206,7 @@ func TestStoreFailures(t *testing.T) {
 	if len(st.toks) != 1 || len(st.log) != 1 {
 		t.Errorf("%d tokens, %d audit entries; want 1 and 1", len(st.toks), len(st.log))
 	}
-	if _, err := access.NewAdmin(nil, validTag, nil); err == nil {
+	if _, err := access.NewAdmin(nil, validTag, nil, ""); err == nil {
 		t.Error("NewAdmin without a store: no error")
 	}
 }

@@ -72,7 +72,7 @@ func TestGuardSeesOtherInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer there.Close()
-	a, err := access.NewAdmin(st, validTag, here)
+	a, err := access.NewAdmin(st, validTag, here, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,11 @@ var (
 	ErrInvalidToken = errs.E(errs.BadRequest, "token",
 		"must be "+strconv.Itoa(MinTokenLength)+" to "+strconv.Itoa(MaxTokenLength)+
 			" characters of A-Z a-z 0-9 - . _ ~ + / (then = padding), or absent for a random one", nil)
+	// ErrAdminToken: a chosen secret that is the admin token (a case of
+	// ErrInvalidToken): its holders would have admin rights, and the admin
+	// token would take IDs as a tag token.
+	ErrAdminToken = errs.E(errs.BadRequest, "token",
+		"must not be the admin token: choose another (a tag token is not an admin token)", ErrInvalidToken)
 	// ErrTokenExists: the name, or the chosen secret, is another token's.
 	ErrTokenExists = errs.E(errs.Exists, "name", "a token of that name exists already: revoke it first, or choose another name", nil)
 	// ErrSecretInUse: the chosen secret is another token's (a case of

@@ -58,9 +58,10 @@ type reply struct {
 	Cluster     string  `json:"cluster"`
 	TimestampMS int64   `json:"timestamp_ms"`
 	Sequence    int64   `json:"sequence"`
-	// SnowflakeWaitMS is /health's wait of a lease the store may have
-	// forgotten, 0 when there is none.
-	SnowflakeWaitMS int64 `json:"snowflake_wait_ms"`
+	// SnowflakeWaitMS is /health's wait until the instance holds a lease
+	// whose fence is open, 0 when there is none; Snowflake says why.
+	SnowflakeWaitMS int64  `json:"snowflake_wait_ms"`
+	Snowflake       string `json:"snowflake"`
 }
 
 // timedCall is one request as a load client saw it: when it was sent, when

@@ -134,39 +134,11 @@ func (in *instance) start(initSchema bool) error {
 var errAddrInUse = errors.New("address already in use")
 
 func (in *instance) startOnce(initSchema bool, attempt int) error {
-	in.mu.Lock()
-	if in.proc != nil {
-		select {
-		case <-in.proc.done:
-		default:
-			in.mu.Unlock()
-			return fmt.Errorf("%s: start while pid %d runs", in.name, in.proc.cmd.Process.Pid)
-		}
-	}
-	logPath := filepath.Join(filepath.Dir(in.cfgPath), fmt.Sprintf("%s-%d-%d.log", in.name, len(in.logs), attempt))
-	logFile, err := os.Create(logPath)
+	p, err := in.spawn(initSchema, attempt)
 	if err != nil {
-		in.mu.Unlock()
 		return err
 	}
-	cmd := in.command(initSchema)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		in.mu.Unlock()
-		return fmt.Errorf("%s: start idalloc: %w", in.name, err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() {
-		_ = cmd.Wait()
-		p.state = cmd.ProcessState
-		logFile.Close()
-		close(p.done)
-	}()
-	in.proc = p
-	in.logs = append(in.logs, logPath)
-	in.mu.Unlock()
-
+	logPath := p.log
 	deadline := time.Now().Add(20 * time.Second)
 	probe := newClient(in.url, time.Second)
 	defer probe.close()
@@ -188,6 +160,41 @@ func (in *instance) startOnce(initSchema bool, attempt int) error {
 			return fmt.Errorf("%s: /health not 200 within 20s (last: %+v, %v)", in.name, r, err)
 		}
 	}
+}
+
+// spawn starts a new incarnation and returns at once, without waiting
+// for it to serve; attempt numbers its log among retries of one start.
+func (in *instance) spawn(initSchema bool, attempt int) (*process, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.proc != nil {
+		select {
+		case <-in.proc.done:
+		default:
+			return nil, fmt.Errorf("%s: start while pid %d runs", in.name, in.proc.cmd.Process.Pid)
+		}
+	}
+	logPath := filepath.Join(filepath.Dir(in.cfgPath), fmt.Sprintf("%s-%d-%d.log", in.name, len(in.logs), attempt))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := in.command(initSchema)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("%s: start idalloc: %w", in.name, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		_ = cmd.Wait()
+		p.state = cmd.ProcessState
+		logFile.Close()
+		close(p.done)
+	}()
+	in.proc = p
+	in.logs = append(in.logs, logPath)
+	return p, nil
 }
 
 // command is the idalloc command line of an incarnation: in's config file,

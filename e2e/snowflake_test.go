@@ -335,17 +335,19 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// waitLease waits up to 10s for in's own worker lease and returns its ID.
+// waitLease waits up to 20s for in's own worker lease, its fence open
+// (GET /workerid answers resp_code 3 until then: a grant with no history
+// waits TTL + max_drift_error), and returns its ID.
 func waitLease(t *testing.T, in *instance) int64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		r, err := in.ctl.get("/workerid")
 		if err == nil && r.RespCode == 0 {
 			return r.WorkerID
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no worker lease within 10s: %+v %v", in.name, r, err)
+			t.Fatalf("%s: no worker lease within 20s: %+v %v", in.name, r, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -356,9 +358,8 @@ func waitLease(t *testing.T, in *instance) int64 {
 const flakeOpenBound = 3*time.Second + time.Second + 10*time.Second
 
 // waitOpen waits up to within for in's own lease to let snowflake IDs
-// through: a grant the lease store has no record of waits TTL +
-// max_drift_error first, which /health shows as snowflake_wait_ms. Call it
-// after waitLease, once the lease is granted (before, nothing is waited).
+// through: /health carries snowflake_wait_ms until then (a grant the lease
+// store has no record of waits TTL + max_drift_error first).
 func waitOpen(t *testing.T, in *instance, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)

@@ -96,6 +96,18 @@ func (s *Server) allowTag(ses *session, tag string) error {
 	return s.guard.Allow(ses.token, tag)
 }
 
+// allowTagInfo is nil when ses may read what this instance knows of tag
+// (INFO tag, HGETALL), else why not (API.md §15): with alloc_auth on, a
+// token AUTH gave that is allowed tag, or admin rights (authorize). The
+// tag is not looked up first, so an unknown tag is refused exactly as a
+// forbidden one.
+func (s *Server) allowTagInfo(ses *session, tag string) error {
+	if !s.allocAuth || s.authorize(ses) == nil {
+		return nil
+	}
+	return s.guard.Allow(ses.token, tag)
+}
+
 // caller is who made an admin change on ses, for the audit log: how it
 // was let in (AUTH with the admin token, or a loopback connection without
 // one) and its address.

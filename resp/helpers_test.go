@@ -87,7 +87,7 @@ func start(tb testing.TB, o options) *instance {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { _ = guard.Close() })
-		if in.admin, err = access.NewAdmin(st, segment.ValidTag, guard); err != nil {
+		if in.admin, err = access.NewAdmin(st, segment.ValidTag, guard, cfg.AdminToken); err != nil {
 			tb.Fatal(err)
 		}
 		deps.Guard, deps.Audit = guard, in.admin

@@ -33,8 +33,8 @@ var infoSections = map[string]bool{
 // checks (ioredis waits for loading:0); with a tag, that tag's figures on
 // this instance.
 func (s *Server) info(c redcon.Conn, ses *session, args [][]byte) error {
-	if len(args) == 2 && !s.isSectionNotTag(args[1]) {
-		return s.tagInfo(c, ses.tag(args[1]))
+	if len(args) == 2 && !s.isSectionNotTag(ses, args[1]) {
+		return s.tagInfo(c, ses, ses.tag(args[1]))
 	}
 	want := map[string]bool{}
 	for _, a := range args[1:] {
@@ -60,10 +60,14 @@ func (s *Server) info(c redcon.Conn, ses *session, args [][]byte) error {
 }
 
 // isSectionNotTag reports whether arg is a Redis section name that no tag
-// of the last tag-list reload has.
-func (s *Server) isSectionNotTag(arg []byte) bool {
+// of the last tag-list reload has, or none that ses may see: whether such
+// a tag exists is not told to a connection that may not read it.
+func (s *Server) isSectionNotTag(ses *session, arg []byte) bool {
 	if !infoSections[strings.ToLower(string(arg))] {
 		return false
+	}
+	if s.allowTagInfo(ses, string(arg)) != nil {
+		return true
 	}
 	_, found := findTag(s.seg.Tags(), string(arg))
 	return !found
@@ -119,8 +123,12 @@ func (s *Server) serverSections() []section {
 //	                                     store at a stop, lost (gaps)
 //	waste_rate                           wasted / (issued + wasted), in %
 //
-// and a dated tag's lines after them (appendPeriodInfo).
-func (s *Server) tagInfo(c redcon.Conn, tag string) error {
+// and a dated tag's lines after them (appendPeriodInfo). With alloc_auth
+// on it needs a token allowed the tag, or admin rights.
+func (s *Server) tagInfo(c redcon.Conn, ses *session, tag string) error {
+	if err := s.allowTagInfo(ses, tag); err != nil {
+		return err
+	}
 	// Buffered refuses an invalid or unknown tag in the domain's words,
 	// as /health?app_tag= does.
 	if _, err := s.seg.Buffered(tag); err != nil {

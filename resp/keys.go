@@ -53,12 +53,16 @@ func (s *Server) keys(c redcon.Conn, ses *session, args [][]byte) error {
 // missing key; a name that cannot be a tag is refused in the domain's
 // words, as every command refuses it. Like INFO tag it needs no admin
 // rights: it shows a tag's settings, which its users know, and no figure
-// of its use.
+// of its use; with alloc_auth on, like INFO tag, a token allowed the tag
+// (or admin rights), checked before the tag is looked up.
 func (s *Server) hgetall(c redcon.Conn, ses *session, args [][]byte) error {
 	if len(args) != 2 {
 		return arity(cmdHgetall, args)
 	}
 	tag := ses.tag(args[1])
+	if err := s.allowTagInfo(ses, tag); err != nil {
+		return err
+	}
 	// Buffered finds a tag another instance made since the last reload
 	// (with at most one reload a second for misses), as GET does.
 	if _, err := s.seg.Buffered(tag); err != nil {

@@ -33,3 +33,15 @@ func (s *Server) checkToken(r *http.Request, tag string) error {
 	}
 	return s.guard.Allow(token, tag)
 }
+
+// allowTagInfo is nil when r may read what this instance knows of tag (the
+// IDs it buffers: /health?app_tag=), else why not (API.md §15): with
+// alloc_auth on, a token allowed tag or admin rights (the admin token, or
+// loopback without one). The tag is not looked up first, so an unknown tag
+// is refused exactly as a forbidden one.
+func (s *Server) allowTagInfo(r *http.Request, tag string) error {
+	if s.guard == nil || s.authorizeAdmin(r) == nil {
+		return nil
+	}
+	return s.checkToken(r, tag)
+}

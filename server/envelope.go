@@ -54,7 +54,7 @@ func putBuf(bp *[]byte) {
 
 // send writes a complete JSON body with its status in one Write and returns
 // the status for the metrics. Every 503 gets Retry-After here, so no path
-// can forget it.
+// can forget it: 1 second unless the error's answer set another.
 func send(w http.ResponseWriter, status int, body []byte) int {
 	return sendAs(w, jsonCT, status, body)
 }
@@ -66,7 +66,9 @@ func sendAs(w http.ResponseWriter, ct []string, status int, body []byte) int {
 	h["Content-Type"] = ct
 	h["Cache-Control"] = noStore
 	if status == http.StatusServiceUnavailable {
-		h["Retry-After"] = retryAfter
+		if _, set := h["Retry-After"]; !set {
+			h["Retry-After"] = retryAfter
+		}
 	}
 	if status != http.StatusOK {
 		w.WriteHeader(status)

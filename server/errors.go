@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/idalloc/idalloc/errs"
-	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // Response codes of the contract's table (API.md §2).
@@ -45,9 +44,16 @@ type answer struct {
 	kind   errs.Kind
 	field  string
 	msg    string
-	// retryAfter is the Retry-After, in seconds, of an answer that is not
-	// a 503 (those get send's); 0 for none.
+	// retryAfter is the Retry-After, in seconds, of an answer whose error
+	// says when to retry; 0 for none (a 503 then gets send's).
 	retryAfter int64
+}
+
+// retryAfterError is an error that says when to retry
+// (dated.ExhaustedError, workerlease.WaitError).
+type retryAfterError interface {
+	error
+	RetryAfterSeconds() int64
 }
 
 // kindTable is the one place that says which resp_code and HTTP status
@@ -138,13 +144,14 @@ func classify(err error) answer {
 		if a, ok := kindTable[e.Kind]; ok && e.Kind != errs.Internal {
 			ans := answer{code: a.code, status: a.status, kind: e.Kind, field: e.Field, msg: e.Error()}
 			if e.Kind == errs.PeriodExhausted {
-				// The seconds to the next period go in Retry-After (the
-				// words are the kind's, as for every kind); the bare
-				// sentinel, which no allocator returns, says no more.
+				// Retry-After even for the bare sentinel, which no
+				// allocator returns.
 				ans.retryAfter = 1
-				if pe, ok := errors.AsType[*dated.ExhaustedError](err); ok {
-					ans.retryAfter = pe.RetryAfterSeconds()
-				}
+			}
+			// An error that knows when to retry says it in Retry-After:
+			// the seconds to the next period, or a worker lease's wait.
+			if ra, ok := errors.AsType[retryAfterError](err); ok {
+				ans.retryAfter = ra.RetryAfterSeconds()
 			}
 			return ans
 		}
@@ -199,7 +206,7 @@ func (s *Server) failWith(w http.ResponseWriter, r *http.Request, err error, sta
 
 // classifyFor is what every wire's error answer starts with, whatever its
 // body: err's answer, the request ID, set as X-Request-Id, the Retry-After
-// of an answer that is not a 503 (send sets those), and an internal error
+// of an error that says when to retry (send sets 1 on other 503s), and an internal error
 // logged with the request ID the client sees, so an operator can find the
 // real cause.
 func (s *Server) classifyFor(w http.ResponseWriter, r *http.Request, err error) (answer, string) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
@@ -113,7 +114,12 @@ func TestBadInput(t *testing.T) {
 		{name: "decompose disabled", target: "/snowflake/1", setup: func(r *rig) { r.srv.flake = nil }, wantStatus: 409, wantCode: 5, wantMsg: "not enabled"},
 
 		// Worker IDs.
-		{name: "own lease none", target: "/workerid", setup: func(r *rig) { r.own.held = false }, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},
+		{name: "own lease none yet", target: "/workerid", setup: func(r *rig) {
+			r.own.held, r.own.wait = false, workerlease.Wait{Reason: workerlease.WaitAcquiring, For: time.Second}
+		}, wantStatus: 503, wantCode: 3, wantMsg: "taking a worker lease"},
+		{name: "own lease none free", target: "/workerid", setup: func(r *rig) {
+			r.own.held, r.own.wait = false, workerlease.Wait{Reason: workerlease.WaitNoFree, For: time.Second, NoFreeWorkerID: true}
+		}, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},
 		{name: "acquire without token", method: "POST", target: "/workerid", wantStatus: 401, wantCode: 7, wantUntouched: true},
 		{name: "acquire none free", method: "POST", target: "/workerid", headers: adminAuth, setup: func(r *rig) { r.leases.err = workerlease.ErrNoWorkerID }, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},
 		{name: "acquire empty cluster", method: "POST", target: "/workerid", body: `{"cluster":""}`, headers: adminAuth, wantStatus: 400, wantCode: 1, wantMsg: "invalid cluster: want 1 to 64", wantUntouched: true},

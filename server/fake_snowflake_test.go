@@ -82,13 +82,13 @@ func (f *fakeLeases) Release(ctx context.Context, cluster string, workerID int64
 func (f *fakeLeases) TTL() time.Duration { return 30 * time.Second }
 func (f *fakeLeases) MaxWorkerID() int64 { return 1023 }
 
-// fakeOwn is this instance's own lease, or none.
+// fakeOwn is this instance's own lease, or none, and why it waits.
 type fakeOwn struct {
 	lease workerlease.Lease
 	held  bool
-	opens time.Duration // the wait of a grant with no history
+	wait  workerlease.Wait
 }
 
-func (f *fakeOwn) Lease() (workerlease.Lease, bool)  { return f.lease, f.held }
-func (f *fakeOwn) SecondsLeft(now time.Time) float64 { return 12.5 }
-func (f *fakeOwn) Opens(now time.Time) time.Duration { return f.opens }
+func (f *fakeOwn) Lease() (workerlease.Lease, bool)    { return f.lease, f.held }
+func (f *fakeOwn) SecondsLeft(now time.Time) float64   { return 12.5 }
+func (f *fakeOwn) Wait(now time.Time) workerlease.Wait { return f.wait }

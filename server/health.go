@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
 var (
@@ -48,7 +49,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) int {
 	if _, found, _ := queryParam(r.URL.RawQuery, "app_tag"); found {
 		return s.handleLeft(w, r)
 	}
-	if wait := s.snowflakeWait(); wait > 0 && state != stateUnavailable {
+	if wait := s.snowflakeWait(); wait.Reason != "" && state != stateUnavailable {
 		return s.healthWaiting(w, state, wait)
 	}
 	switch state {
@@ -60,25 +61,30 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) int {
 	return s.failWith(w, r, segment.ErrUnavailable, state)
 }
 
-// snowflakeWait is how long until this instance's own lease may issue
-// snowflake IDs, 0 when it may (or there is none).
-func (s *Server) snowflakeWait() time.Duration {
+// snowflakeWait is why, and about how long, this instance's own lease
+// may not issue snowflake IDs yet; the zero Wait when it may (or there is
+// none).
+func (s *Server) snowflakeWait() workerlease.Wait {
 	if s.own == nil {
-		return 0
+		return workerlease.Wait{}
 	}
-	return s.own.Opens(time.Now())
+	return s.own.Wait(time.Now())
 }
 
-// healthWaiting answers /health while the lease waits out a holder the
-// store may have forgotten (API.md §3): segments are served, so the state
-// stands, and the body says how long snowflake IDs wait, for operators and
-// the monitor page; a balancer reads the status code alone.
-func (s *Server) healthWaiting(w http.ResponseWriter, state string, wait time.Duration) int {
+// healthWaiting answers /health while the instance holds no lease whose
+// fence is open (API.md §2): from its start until its first grant opens,
+// through a grant's wait for a holder the store may have forgotten (§3),
+// and after a loss. Segments are served, so the state stands, and the body
+// says why and how long snowflake IDs wait, for operators and the monitor
+// page; a balancer reads the status code alone.
+func (s *Server) healthWaiting(w http.ResponseWriter, state string, wait workerlease.Wait) int {
 	bp := getBuf()
 	b := append(*bp, okPrefix+`,"status":"`...)
 	b = append(b, state...)
-	b = append(b, `","snowflake":"waiting for any holder of a lease the store may have forgotten","snowflake_wait_ms":`...)
-	b = strconv.AppendInt(b, max(wait.Milliseconds(), 1), 10)
+	b = append(b, `","snowflake":`...)
+	b = appendString(b, wait.Reason)
+	b = append(b, `,"snowflake_wait_ms":`...)
+	b = strconv.AppendInt(b, max(wait.For.Milliseconds(), 1), 10)
 	*bp = append(b, '}')
 	return sendPooled(w, http.StatusOK, bp)
 }
@@ -87,6 +93,9 @@ func (s *Server) healthWaiting(w http.ResponseWriter, state string, wait time.Du
 func (s *Server) handleLeft(w http.ResponseWriter, r *http.Request) int {
 	tag, err := tagParam(r.URL.RawQuery)
 	if err != nil {
+		return s.fail(w, r, err)
+	}
+	if err := s.allowTagInfo(r, tag); err != nil {
 		return s.fail(w, r, err)
 	}
 	left, err := s.seg.Buffered(tag)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/workerlease"
 )
 
 // eventually polls cond until it holds or a second passes.
@@ -96,17 +98,19 @@ func TestCloseStopsChecker(t *testing.T) {
 // state (segments are served) and says how long snowflake IDs wait, as
 // /status does for the monitor page.
 func TestHealthWhileLeaseWaits(t *testing.T) {
-	own := &fakeOwn{lease: newFakeLeases().lease, held: true, opens: 28500 * time.Millisecond}
+	own := &fakeOwn{lease: newFakeLeases().lease, held: true,
+		wait: workerlease.Wait{Reason: workerlease.WaitNoHistory, For: 28500 * time.Millisecond}}
 	rg := newRig(t, func(_ *Config, d *Deps) { d.OwnLease = own })
 	got := rg.do(t, "GET", "/health", "")
-	if got.status != 200 || got.body["status"] != "ok" || got.body["snowflake_wait_ms"] != 28500.0 {
-		t.Errorf("/health while the lease waits: %d %s, want 200 ok with snowflake_wait_ms 28500", got.status, got.raw)
+	if got.status != 200 || got.body["status"] != "ok" || got.body["snowflake_wait_ms"] != 28500.0 ||
+		got.body["snowflake"] != workerlease.WaitNoHistory {
+		t.Errorf("/health while the lease waits: %d %s, want 200 ok with snowflake_wait_ms 28500 and why", got.status, got.raw)
 	}
 	status := rg.do(t, "GET", "/status", "", "Authorization", "Bearer s3cret-admin-token")
 	if !strings.Contains(status.raw, `"opens_in_seconds":28.5`) {
 		t.Errorf("/status lease: %s, want opens_in_seconds 28.5", status.raw)
 	}
-	own.opens = 0
+	own.wait = workerlease.Wait{}
 	if got := rg.do(t, "GET", "/health", ""); got.raw != `{"resp_code":0,"msg":"success","status":"ok"}` {
 		t.Errorf("/health once the wait is over: %s", got.raw)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
 // GET /status is the monitor page's data, one answer per refresh for a
@@ -207,9 +208,15 @@ func (s *Server) appendSnowflake(b []byte, now time.Time) []byte {
 	if s.own == nil {
 		return append(b, "null}"...)
 	}
+	wait := s.own.Wait(now)
 	l, held := s.own.Lease()
 	if !held {
-		return append(b, `{"held":false}}`...)
+		b = append(b, `{"held":false`...)
+		if wait.Reason != "" {
+			b = append(b, `,"waiting":`...)
+			b = appendString(b, wait.Reason)
+		}
+		return append(b, "}}"...)
 	}
 	b = append(b, `{"held":true,"cluster":`...)
 	b = appendString(b, l.Cluster)
@@ -223,8 +230,12 @@ func (s *Server) appendSnowflake(b []byte, now time.Time) []byte {
 	b = strconv.AppendFloat(b, s.own.SecondsLeft(now), 'f', 1, 64)
 	// A grant the store had no record of issues nothing until any holder
 	// it may have forgotten has fenced itself.
+	var opens time.Duration
+	if wait.Reason == workerlease.WaitNoHistory {
+		opens = wait.For
+	}
 	b = append(b, `,"opens_in_seconds":`...)
-	b = strconv.AppendFloat(b, s.own.Opens(now).Seconds(), 'f', 1, 64)
+	b = strconv.AppendFloat(b, opens.Seconds(), 'f', 1, 64)
 	return append(b, "}}"...)
 }
 

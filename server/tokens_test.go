@@ -30,6 +30,12 @@ type authRig struct {
 // newAuthRig serves on a new handle of db, with alloc_auth as given.
 func newAuthRig(t *testing.T, db storetest.DB, allocAuth bool, refresh time.Duration) *authRig {
 	t.Helper()
+	return newAuthRigConfig(t, db, Config{AdminToken: "s3cret-admin-token", AllocAuth: allocAuth}, refresh)
+}
+
+// newAuthRigConfig is newAuthRig with the server's cfg.
+func newAuthRigConfig(t *testing.T, db storetest.DB, cfg Config, refresh time.Duration) *authRig {
+	t.Helper()
 	ctx := context.Background()
 	st := db.Open(t)
 	alloc, err := segment.New(ctx, st, segment.Config{})
@@ -42,13 +48,12 @@ func newAuthRig(t *testing.T, db storetest.DB, allocAuth bool, refresh time.Dura
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = guard.Close() })
-	admin, err := access.NewAdmin(st, segment.ValidTag, guard)
+	admin, err := access.NewAdmin(st, segment.ValidTag, guard, cfg.AdminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	flake := newFakeFlake(t)
-	srv, err := New(Config{AdminToken: "s3cret-admin-token", AllocAuth: allocAuth},
-		Deps{Segments: alloc, Store: st, Snowflake: flake, Guard: guard, Tokens: admin})
+	srv, err := New(cfg, Deps{Segments: alloc, Store: st, Snowflake: flake, Guard: guard, Tokens: admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +137,8 @@ func TestAllocAuth(t *testing.T) {
 			t.Errorf("/snowflake with a token: %d %s, want 200 (any valid token)", got.status, got.raw)
 		}
 	}
-	// Not ID calls: no token needed.
-	for _, target := range []string{"/health", "/health?app_tag=order", "/snowflake/12345"} {
+	// Not ID calls, nor about a tag: no token needed.
+	for _, target := range []string{"/health", "/snowflake/12345"} {
 		if got := rg.do(t, "GET", target, ""); got.status != 200 {
 			t.Errorf("%s without a token: %d %s, want 200", target, got.status, got.raw)
 		}
@@ -244,6 +249,7 @@ func TestTokenAdminRefusals(t *testing.T) {
 		{"an empty array", "POST", "/tokens", `{"name":"svc","app_tags":[]}`, adminAuth, 400, "bad_request", "app_tags"},
 		{"a bad tag", "POST", "/tokens", `{"name":"svc","app_tags":["a b"]}`, adminAuth, 400, "bad_request", "app_tags"},
 		{"a short token", "POST", "/tokens", `{"name":"svc","app_tags":["order"],"token":"short"}`, adminAuth, 400, "bad_request", "token"},
+		{"the admin token", "POST", "/tokens", `{"name":"svc","app_tags":["order"],"token":"s3cret-admin-token"}`, adminAuth, 400, "bad_request", "token"},
 		{"an unknown field", "POST", "/tokens", `{"name":"svc","app_tags":["order"],"secret":"x"}`, adminAuth, 400, "bad_request", "body"},
 		{"a name taken", "POST", "/tokens", `{"name":"taken","app_tags":["order"]}`, adminAuth, 409, "exists", "name"},
 		{"revoke an unknown name", "DELETE", "/tokens/nope", "", adminAuth, 400, "bad_request", "name"},

@@ -24,19 +24,26 @@ type Leases interface {
 type OwnLease interface {
 	Lease() (workerlease.Lease, bool)
 	SecondsLeft(now time.Time) float64
-	// Opens is how long until the lease may issue IDs: a grant the store
-	// had no record of waits out any holder it may have forgotten.
-	Opens(now time.Time) time.Duration
+	// Wait says why, and about how long, the instance holds no lease
+	// whose fence is open: starting, a grant the store had no record of
+	// waiting out any holder it may have forgotten, a loss, a full
+	// cluster. The zero Wait while it holds one.
+	Wait(now time.Time) workerlease.Wait
 }
 
-// handleOwnLease serves GET /workerid.
+// handleOwnLease serves GET /workerid: the lease once its fence is open;
+// before, resp_code 3 with Retry-After, saying why (API.md §2), or 5 when
+// the instance found every worker ID held.
 func (s *Server) handleOwnLease(w http.ResponseWriter, r *http.Request) int {
 	if s.own == nil {
 		return s.fail(w, r, snowflake.ErrDisabled)
 	}
+	if err := s.own.Wait(time.Now()).Err(); err != nil {
+		return s.fail(w, r, err)
+	}
 	l, ok := s.own.Lease()
-	if !ok {
-		return s.fail(w, r, workerlease.ErrNoWorkerID)
+	if !ok { // lapsed since: the keeper is about to say why
+		return s.fail(w, r, workerlease.ErrWaiting)
 	}
 	return s.sendJSON(w, r, http.StatusOK, struct {
 		envelope

@@ -28,6 +28,11 @@ type Keeper struct {
 
 	cur    atomic.Pointer[Session] // the newest session; nil before the first
 	noFree atomic.Bool             // the last acquisition found every ID held
+	failed atomic.Bool             // the last acquisition failed
+	// base is the origin of retryAt: when the next acquisition is due
+	// while the keeper waits between attempts (stale otherwise), for Wait.
+	base    time.Time
+	retryAt atomic.Int64
 
 	mu      sync.Mutex
 	started bool
@@ -50,7 +55,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	if cfg.Lease != nil {
 		return nil, fmt.Errorf("%w: a Keeper acquires its own leases; Lease is for NewSession", ErrInvalidConfig)
 	}
-	return &Keeper{cfg: cfg}, nil
+	return &Keeper{cfg: cfg, base: cfg.Now()}, nil
 }
 
 // Start starts the keeper goroutine, which runs until ctx ends or Close is
@@ -96,13 +101,42 @@ func (k *Keeper) SecondsLeft(now time.Time) float64 {
 	return 0
 }
 
-// Opens returns how long until the current session's fence first lets an
-// ID through (Session.Opens), or 0 when there is none.
-func (k *Keeper) Opens(now time.Time) time.Duration {
+// Wait says why the keeper holds no lease whose fence is open at now, and
+// about how long until it may (API.md §2, Health): from before its first
+// grant (started or not) until that grant's fence opens, after a loss
+// until the next one's does, and while a renewal is overdue; the zero Wait
+// while the current lease may issue IDs. It takes no lock.
+func (k *Keeper) Wait(now time.Time) Wait {
 	if s := k.cur.Load(); s != nil {
-		return s.Opens(now)
+		if f := s.state.Load(); f != nil { // the session has not ended
+			at := now.Sub(s.base)
+			switch {
+			case at < s.opens:
+				return Wait{Reason: WaitNoHistory, For: s.opens - at}
+			case at < f.deadline:
+				return Wait{}
+			}
+			return Wait{Reason: WaitRenewing, For: k.cfg.RetryInterval}
+		}
 	}
-	return 0
+	w := Wait{Reason: WaitAcquiring, For: k.cfg.RetryInterval}
+	switch {
+	case k.noFree.Load():
+		w.Reason, w.NoFreeWorkerID = WaitNoFree, true
+	case k.failed.Load():
+		w.Reason = WaitRetrying
+	}
+	if d := time.Duration(k.retryAt.Load()) - now.Sub(k.base); d > 0 {
+		w.For = d
+	}
+	return w
+}
+
+// pause waits d before the next acquisition unless ctx ends first, and
+// tells Wait when that is due; it reports whether d elapsed.
+func (k *Keeper) pause(ctx context.Context, d time.Duration) bool {
+	k.retryAt.Store(int64(k.cfg.Now().Sub(k.base) + d))
+	return sleep(ctx, d)
 }
 
 // run starts sessions, one after another, until ctx ends.
@@ -113,6 +147,7 @@ func (k *Keeper) run(ctx context.Context) {
 	for {
 		s, err := NewSession(ctx, k.cfg)
 		k.noFree.Store(errors.Is(err, ErrNoWorkerID))
+		k.failed.Store(err != nil)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -121,7 +156,7 @@ func (k *Keeper) run(ctx context.Context) {
 			// A refusal by CheckLayout is logged by its owner, who knows
 			// what it means; here it is one more failure to retry.
 			k.cfg.Logger.Warn("acquire worker lease failed; retrying", "err", err, "retry_in", wait)
-			if !sleep(ctx, wait) {
+			if !k.pause(ctx, wait) {
 				return
 			}
 			backoff = min(2*backoff, max(ttl, k.cfg.RetryInterval))
@@ -144,7 +179,7 @@ func (k *Keeper) run(ctx context.Context) {
 			// Given up by its generator, which will likely give up the
 			// next lease too if it comes at once: pacing bounds the load
 			// on the store.
-			if !sleep(ctx, k.cfg.RetryInterval) {
+			if !k.pause(ctx, k.cfg.RetryInterval) {
 				return
 			}
 		}

@@ -327,7 +327,7 @@ func start(t *testing.T, seed string, allocAuth bool) *instance {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = guard.Close() })
-	admin, err := access.NewAdmin(in.store, segment.ValidTag, guard)
+	admin, err := access.NewAdmin(in.store, segment.ValidTag, guard, adminToken)
 	if err != nil {
 		t.Fatal(err)
 	}

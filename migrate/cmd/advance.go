@@ -239,7 +239,7 @@ func advanceRegion(ctx context.Context, st segment.RegionStore, cfg config.Setti
 // failure to record it is told on stderr, not returned: the exit status
 // says whether the store moved.
 func recordAdvance(ctx context.Context, st store.Store, a migrate.Advance, stderr io.Writer) {
-	admin, err := access.NewAdmin(st, segment.ValidTag, nil)
+	admin, err := access.NewAdmin(st, segment.ValidTag, nil, "") // for the audit log: no token is made
 	if err == nil {
 		host, _ := os.Hostname()
 		var subject string

@@ -122,7 +122,9 @@ func migrateTinyidTokens(ctx context.Context, src tinyidSource, to access.Store,
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
 	}
-	admin, err := access.NewAdmin(to, segment.ValidTag, nil)
+	// The admin token is the server's config, which migrate does not
+	// read: a secret equal to it is refused by the server at its start.
+	admin, err := access.NewAdmin(to, segment.ValidTag, nil, "")
 	if err != nil {
 		return err
 	}

@@ -333,7 +333,7 @@
   function renderSnowflake(sf) {
     const l = sf.lease;
     const waiting = l && l.held && l.opens_in_seconds > 0;
-    setText($("sf-mode"), !sf.enabled ? "disabled" : !l || !l.held ? "enabled, no worker ID held" :
+    setText($("sf-mode"), !sf.enabled ? "disabled" : !l || !l.held ? "enabled, no worker ID held" + (l && l.waiting ? ": " + l.waiting : "") :
       waiting ? "waiting " + l.opens_in_seconds.toFixed(1) + " s: the lease store had no record of this worker ID (new, or forgotten), so any earlier holder must fence itself first" :
       "enabled");
     setText($("sf-cluster"), l && l.held ? l.cluster : "–");

@@ -18,17 +18,18 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
 // Sessions is what a Source needs of the holder of its leases
-// (workerlease.Keeper): the newest session, and whether the last attempt
-// found no worker ID free.
+// (workerlease.Keeper): the newest session, and why it holds no lease
+// whose fence is open, when it does not.
 type Sessions interface {
 	Session() *workerlease.Session
-	NoFreeWorkerID() bool
+	Wait(now time.Time) workerlease.Wait
 }
 
 // Source issues snowflake IDs under the current session of its Sessions. It
@@ -112,8 +113,10 @@ func (s *Source) generator() *leasedGenerator {
 
 // Next returns a new ID. Errors: workerlease.ErrNoWorkerID while the keeper
 // finds every worker ID held; snowflake.ErrFenced while no lease is
-// provably held otherwise (none yet, lost and not yet replaced, or renewals
-// stalled); snowflake.ErrClockDriftTryLater; and
+// provably held otherwise, as a *workerlease.WaitError too (saying why and
+// about how long) while the keeper holds no lease whose fence is open
+// (none yet, a grant with no history waiting, lost and not yet replaced,
+// or renewals stalled); snowflake.ErrClockDriftTryLater; and
 // snowflake.ErrClockDriftTooLargeToRecover, upon which the session is given
 // up so the keeper can acquire a worker ID this clock can serve.
 func (s *Source) Next() (int64, error) {
@@ -150,22 +153,49 @@ func (s *Source) NextN(dst []int64) error {
 // noLease is the error before the first session: the store unreachable or
 // the first acquisition under way is a retry (fenced), not a full cluster.
 func (s *Source) noLease() error {
-	if s.sessions.NoFreeWorkerID() {
-		return workerlease.ErrNoWorkerID
-	}
-	return snowflake.ErrFenced
+	return s.fenced(snowflake.ErrFenced)
 }
 
 // failed handles a generator error: a drift too large gives the session
-// up; a fenced generator whose keeper finds no free worker ID says so.
+// up; a fenced generator says why the keeper holds no open lease.
 func (s *Source) failed(c *leasedGenerator, err error) error {
 	if errors.Is(err, snowflake.ErrClockDriftTooLargeToRecover) {
 		c.session.GiveUp()
 	}
-	if errors.Is(err, snowflake.ErrFenced) && s.sessions.NoFreeWorkerID() {
-		return workerlease.ErrNoWorkerID
+	if errors.Is(err, snowflake.ErrFenced) {
+		return s.fenced(err)
 	}
 	return err
+}
+
+// fenced is err, a fenced generator's, in the keeper's words when it holds
+// no lease whose fence is open: a full cluster is ErrNoWorkerID, a wait
+// (starting, no history, a loss) a *workerlease.WaitError that is still
+// ErrFenced. A lease held and open (its reservation passed) is err as it is.
+func (s *Source) fenced(err error) error {
+	switch werr := s.sessions.Wait(s.now()).Err(); {
+	case werr == nil:
+		return err
+	case errors.Is(werr, workerlease.ErrNoWorkerID):
+		return werr
+	default:
+		return fencedWait{werr}
+	}
+}
+
+// fencedWait is a *workerlease.WaitError in which errors.Is finds
+// snowflake.ErrFenced too: its words and kind are the WaitError's, found
+// first.
+type fencedWait struct{ error }
+
+func (e fencedWait) Unwrap() []error { return []error{e.error, snowflake.ErrFenced} }
+
+// now reads the sessions' clock (base.Now, New's contract).
+func (s *Source) now() time.Time {
+	if s.base.Now != nil {
+		return s.base.Now()
+	}
+	return time.Now()
 }
 
 // Layout returns the layout of every ID the Source issues.

@@ -3,11 +3,13 @@ package leased_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/workerlease"
@@ -166,15 +168,19 @@ func TestSourceStalledHolder(t *testing.T) {
 	}
 }
 
-// TestSourceNoLeaseYet: before the first session, a retry (resp_code 3) is
-// the answer unless the keeper found every worker ID held (resp_code 5).
+// TestSourceNoLeaseYet: before the first session, a retry (resp_code 3)
+// that says why (a WaitError, still ErrFenced) is the answer unless the
+// keeper found every worker ID held (resp_code 5).
 func TestSourceNoLeaseYet(t *testing.T) {
 	h := newHolder(t, workerlease.NewMemoryStore(nil), workerlease.Config{}, time.Now)
-	if _, err := h.src.Next(); !errors.Is(err, snowflake.ErrFenced) {
-		t.Errorf("Next() error = %v, want %v", err, snowflake.ErrFenced)
-	}
-	if err := h.src.NextN(make([]int64, 3)); !errors.Is(err, snowflake.ErrFenced) {
-		t.Errorf("NextN() error = %v, want %v", err, snowflake.ErrFenced)
+	_, nextErr := h.src.Next()
+	for name, err := range map[string]error{"Next": nextErr, "NextN": h.src.NextN(make([]int64, 3))} {
+		we, ok := errors.AsType[*workerlease.WaitError](err)
+		if !errors.Is(err, snowflake.ErrFenced) || !ok || we.Wait.Reason != workerlease.WaitAcquiring ||
+			errs.KindOf(err) != errs.Unavailable || !strings.Contains(err.Error(), workerlease.WaitAcquiring) {
+			t.Errorf("%s() error = %v, want %v, a WaitError of kind unavailable saying %q",
+				name, err, snowflake.ErrFenced, workerlease.WaitAcquiring)
+		}
 	}
 	if got := h.src.LastTimestampMS(); got != 0 {
 		t.Errorf("LastTimestampMS() = %d, want 0", got)

@@ -86,7 +86,7 @@ func testTokenKept(t *testing.T, db DB) {
 func testTokenHashOnly(t *testing.T, db DB) {
 	ctx := t.Context()
 	st := db.Open(t)
-	a, err := access.NewAdmin(st, segment.ValidTag, nil)
+	a, err := access.NewAdmin(st, segment.ValidTag, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
