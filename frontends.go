@@ -74,7 +74,7 @@ func newRESP(cfg config.Settings, deps resp.Deps, p parts) (*resp.Server, error)
 	}
 	return resp.New(resp.Config{
 		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch,
-		MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.Durations.RespIdleTimeout,
+		MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.Durations.RespIdleTimeout, CommandTimeout: cfg.Durations.RespCommandTimeout,
 		MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
 		Version: readBuildStamp().Version, Logger: p.log, Metrics: m,
 	}, deps)
@@ -86,7 +86,8 @@ func logServing(log *slog.Logger, cfg config.Settings, lns frontend.Listeners) {
 		"max_conns", cfg.MaxConns)
 	if ln := lns["resp"]; ln != nil {
 		log.Info("idalloc serving the Redis protocol", "addr", ln.Addr().String(),
-			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.Durations.RespIdleTimeout)
+			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.Durations.RespIdleTimeout,
+			"resp_command_timeout", cfg.Durations.RespCommandTimeout)
 	}
 }
 

@@ -31,10 +31,10 @@ type protocol struct {
 	whole, partial, rest, answer string
 	// refusal is the start of what a connection refused at the cap reads.
 	refusal string
-	// silentIdle: a connection yet to send anything is idle. HTTP's is not:
-	// net/http gives it ReadHeaderTimeout (5 s) to send its request. RESP's
-	// is: it would hold its slot for resp_idle_timeout (5 min), and client
-	// pools open connections ahead of use.
+	// silentIdle: a connection yet to send anything is idle. HTTP's is
+	// not: it is incomplete, its request's headers yet to come, from its
+	// accept. RESP's is: client pools open connections ahead of use, and a
+	// command begins with its first bytes.
 	silentIdle bool
 }
 
@@ -149,21 +149,25 @@ func serveBoth(t *testing.T) (frontend.Listeners, *prometheus.Registry) {
 
 // TestFrontEndsAtTheCap: HTTP and RESP, built and served as run does,
 // behave the same at their connection cap (2 here): a new client is
-// served and the connection idle the longest (between requests or
-// commands) is closed for it; one in the middle of a request or command is
-// never closed; with none idle, the new connection is refused in its
-// protocol's words (HTTP's 503, Redis's maxclients error) and closed.
-// They differ only in whether a connection yet to send anything is idle
-// (protocol.silentIdle).
+// served and a connection that owes its client nothing is closed for it,
+// the one idle the longest (between requests or commands) before one
+// partway through a request or command for a moment, and with none idle
+// the one partway through the longest. They differ only in whether a
+// connection yet to send anything is idle or partway through
+// (protocol.silentIdle). A connection in a request is never closed, and
+// with every one in a request the newcomer is refused in its protocol's
+// words: each front end's tests show it (server's
+// TestServeCapsConnections, resp's TestConnectionCap), as making every
+// connection busy takes each protocol's own means.
 func TestFrontEndsAtTheCap(t *testing.T) {
 	type step struct {
 		conn int
 		do   string // "whole": a request and its answer; "partial": part of one
 	}
 	type outcome struct {
-		idle    int  // connections idle before the newcomer
-		refused bool // the newcomer is refused, else served
-		closed  int  // the connection closed for the newcomer; -1 none
+		idle       int  // connections idle before the newcomer
+		closed     int  // the connection closed for the newcomer
+		incomplete bool // it was partway through a request or command, else idle
 	}
 	tests := []struct {
 		name  string
@@ -173,10 +177,10 @@ func TestFrontEndsAtTheCap(t *testing.T) {
 		// send anything is idle.
 		silentIdle *outcome
 	}{
-		{"one idle: it is closed for the newcomer", []step{{0, "whole"}, {1, "partial"}}, outcome{1, false, 0}, nil},
-		{"the one idle the longest is closed", []step{{0, "whole"}, {1, "whole"}, {0, "whole"}}, outcome{2, false, 1}, nil},
-		{"none idle: the newcomer is refused", []step{{0, "partial"}, {1, "partial"}}, outcome{0, true, -1}, nil},
-		{"one silent, one busy", []step{{1, "partial"}}, outcome{0, true, -1}, &outcome{1, false, 0}},
+		{"one idle: it is closed for the newcomer", []step{{0, "whole"}, {1, "partial"}}, outcome{1, 0, false}, nil},
+		{"the one idle the longest is closed", []step{{0, "whole"}, {1, "whole"}, {0, "whole"}}, outcome{2, 1, false}, nil},
+		{"none idle: the one partway through the longest is closed", []step{{0, "partial"}, {1, "partial"}}, outcome{0, 0, true}, nil},
+		{"one silent, one partway through", []step{{1, "partial"}}, outcome{0, 0, true}, &outcome{1, 0, false}},
 	}
 	for _, tt := range tests {
 		lns, reg := serveBoth(t)
@@ -196,73 +200,88 @@ func TestFrontEndsAtTheCap(t *testing.T) {
 					t.Cleanup(func() { c.Close() })
 					return &client{c, bufio.NewReader(c)}
 				}
-				conns := []*client{dial(), dial()}
-				partial, idle := map[int]bool{}, map[int]bool{}
-				if w.silentIdle {
-					idle[0], idle[1] = true, true
+				// The connections are opened in order, each when first
+				// needed: an HTTP connection is incomplete from its accept,
+				// and one open for over 250 ms before the newcomer would be
+				// closed before an idle one (frontend.Limiter).
+				conns := make([]*client, 2)
+				partial, idle, incomplete := map[int]bool{}, map[int]bool{}, map[int]bool{}
+				opened := 0
+				open := func(n int) {
+					for i := range n {
+						if conns[i] == nil {
+							conns[i] = dial()
+							opened++
+							if w.silentIdle {
+								idle[i] = true
+							} else {
+								incomplete[i] = true
+							}
+						}
+					}
 				}
 				for _, s := range tt.steps {
+					open(s.conn + 1)
 					c := conns[s.conn]
 					switch s.do {
 					case "partial":
 						if _, err := io.WriteString(c, w.partial); err != nil {
 							t.Fatal(err)
 						}
-						partial[s.conn] = true
+						partial[s.conn], incomplete[s.conn] = true, true
 						delete(idle, s.conn)
 					case "whole":
 						if got := c.ask(t, w.whole); got != w.answer {
 							t.Fatalf("connection %d: got %q, want %q", s.conn, got, w.answer)
 						}
 						idle[s.conn] = true
+						delete(incomplete, s.conn)
 					}
 					// Each step is seen before the next, so that the order
-					// of going idle is the steps'. (A connection answered
-					// was marked busy before its answer was written.)
-					waitFor(t, fmt.Sprintf("%d connections idle", len(idle)), func() bool {
-						return gauge("connections") == 2 && gauge("idle_connections") == float64(len(idle))
+					// of going idle, or of beginning, is the steps'. (A
+					// connection answered was marked busy before its
+					// answer was written.)
+					waitFor(t, fmt.Sprintf("%d connections idle, %d incomplete", len(idle), len(incomplete)), func() bool {
+						return gauge("connections") == float64(opened) && gauge("idle_connections") == float64(len(idle)) &&
+							gauge("incomplete_connections") == float64(len(incomplete))
 					})
 				}
+				open(len(conns))
+				waitFor(t, "2 connections open", func() bool { return gauge("connections") == 2 })
 				if len(idle) != want.idle {
 					t.Fatalf("%d connections idle before the newcomer, want %d", len(idle), want.idle)
 				}
 
-				newcomer := dial()
-				if want.refused {
-					if got := newcomer.ask(t, w.whole); got != w.refusal {
-						t.Errorf("newcomer with none idle: got %q, want %q", got, w.refusal)
-					}
-					if !newcomer.closed() {
-						t.Error("newcomer refused: still open, want closed")
-					}
-				} else if got := newcomer.ask(t, w.whole); got != w.answer {
-					t.Errorf("newcomer with one idle: got %q, want %q", got, w.answer)
+				if got := dial().ask(t, w.whole); got != w.answer {
+					t.Errorf("newcomer at the cap: got %q, want %q", got, w.answer)
 				}
 				for i, c := range conns {
 					switch {
 					case i == want.closed:
 						if !c.closed() {
-							t.Errorf("connection %d, idle the longest: still open, want it closed for the newcomer", i)
+							t.Errorf("connection %d: still open, want it closed for the newcomer", i)
 						}
 					case partial[i]:
 						if got := c.ask(t, w.rest); got != w.answer {
-							t.Errorf("connection %d, busy at the cap: got %q, want %q (kept)", i, got, w.answer)
+							t.Errorf("connection %d, partway through a request at the cap: got %q, want %q (kept)", i, got, w.answer)
 						}
 					default:
 						if got := c.ask(t, w.whole); got != w.answer {
-							t.Errorf("connection %d, idle but not the longest: got %q, want %q (kept)", i, got, w.answer)
+							t.Errorf("connection %d, not the one to close: got %q, want %q (kept)", i, got, w.answer)
 						}
 					}
 				}
-				closed, refused := 1.0, 0.0
-				if want.refused {
-					closed, refused = 0, 1
+				closedIdle, closedIncomplete := 1.0, 0.0
+				if want.incomplete {
+					closedIdle, closedIncomplete = 0, 1
 				}
-				if got := gauge("idle_connections_closed_total"); got != closed {
-					t.Errorf("idalloc_%s_idle_connections_closed_total = %v, want %v", w.name, got, closed)
-				}
-				if got := gauge("connections_refused_total"); got != refused {
-					t.Errorf("idalloc_%s_connections_refused_total = %v, want %v", w.name, got, refused)
+				for name, v := range map[string]float64{
+					"idle_connections_closed_total": closedIdle, "incomplete_connections_closed_total": closedIncomplete,
+					"connections_refused_total": 0,
+				} {
+					if got := gauge(name); got != v {
+						t.Errorf("idalloc_%s_%s = %v, want %v", w.name, name, got, v)
+					}
 				}
 			})
 		}

@@ -38,21 +38,27 @@ type Config struct {
 	// MaxRange is the largest count of /alloc?as=ranges (API.md §12).
 	MaxRange int `json:"max_range"`
 	// MaxConns caps the open HTTP connections; at the cap a new one
-	// closes the longest-idle keep-alive connection, or is answered 503
-	// and closed when none is idle (frontend.Limiter). See
+	// closes a connection whose request's headers are incomplete or the
+	// longest-idle keep-alive one, or is answered 503 and closed when
+	// every one is in a request (frontend.Limiter). See
 	// frontend.DefaultMaxConns.
 	MaxConns int `json:"max_conns"`
 	// RespAddr is where the Redis-protocol front end listens (API.md §6);
 	// empty turns it off.
 	RespAddr string `json:"resp_addr"`
 	// RespMaxConns caps its open connections, as MaxConns does HTTP's:
-	// at the cap a new one closes the connection idle the longest
-	// (waiting for a command), or is answered "-ERR max number of clients
-	// reached" and closed when none is idle. See frontend.DefaultMaxConns.
+	// at the cap a new one closes a connection partway through a command
+	// or the one idle the longest (waiting for a command), or is answered
+	// "-ERR max number of clients reached" and closed when every one is
+	// busy. See frontend.DefaultMaxConns.
 	RespMaxConns int `json:"resp_max_conns"`
 	// RespIdleTimeout closes a RESP connection that sends nothing for so
 	// long. See DefaultRespIdleTimeout.
 	RespIdleTimeout string `json:"resp_idle_timeout"`
+	// RespCommandTimeout bounds a RESP command once begun: a connection
+	// whose command is still incomplete so long after its first bytes is
+	// answered an error and closed. See resp.DefaultCommandTimeout.
+	RespCommandTimeout string `json:"resp_command_timeout"`
 	// RespMaxPending caps, in bytes, the answers a RESP connection may have
 	// waiting for its client to read them; past it the connection is
 	// closed. See resp.DefaultMaxPending.
@@ -198,8 +204,8 @@ type Settings struct {
 // Durations are the config's duration strings parsed, each named as its
 // key's field in Config.
 type Durations struct {
-	ShutdownDrain, ShutdownTimeout, RespIdleTimeout, TagRefresh time.Duration
-	LeaseTTL, MaxDriftBlock, MaxDriftError                      time.Duration
+	ShutdownDrain, ShutdownTimeout, RespIdleTimeout, RespCommandTimeout, TagRefresh time.Duration
+	LeaseTTL, MaxDriftBlock, MaxDriftError                                          time.Duration
 	// DatedMaxClockSkew is dated.max_clock_skew.
 	DatedMaxClockSkew time.Duration
 }
@@ -221,6 +227,7 @@ func Default() Config {
 		MaxConns:            frontend.DefaultMaxConns,
 		RespMaxConns:        frontend.DefaultMaxConns,
 		RespIdleTimeout:     DefaultRespIdleTimeout,
+		RespCommandTimeout:  resp.DefaultCommandTimeout.String(),
 		RespMaxPending:      resp.DefaultMaxPending,
 		RespMaxPendingTotal: resp.DefaultMaxPendingTotal,
 		ShutdownDrain:       "5s",
@@ -247,6 +254,7 @@ var EnvOverrides = []struct {
 }{
 	{"IDALLOC_HTTP_ADDR", "http_addr", func(c *Config) *string { return &c.HTTPAddr }},
 	{"IDALLOC_RESP_ADDR", "resp_addr", func(c *Config) *string { return &c.RespAddr }},
+	{"IDALLOC_RESP_COMMAND_TIMEOUT", "resp_command_timeout", func(c *Config) *string { return &c.RespCommandTimeout }},
 	{"IDALLOC_DRIVER", "driver", func(c *Config) *string { return &c.Driver }},
 	{"IDALLOC_DSN", "dsn", func(c *Config) *string { return &c.DSN }},
 	{"IDALLOC_ADMIN_TOKEN", "admin_token", func(c *Config) *string { return &c.AdminToken }},

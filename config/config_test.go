@@ -30,7 +30,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	}
 	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.Durations.ShutdownDrain != want.Durations.ShutdownDrain ||
 		got.MaxConns != want.MaxConns || got.Durations.ShutdownTimeout != want.Durations.ShutdownTimeout ||
-		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.Durations.RespIdleTimeout != want.Durations.RespIdleTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
+		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.Durations.RespIdleTimeout != want.Durations.RespIdleTimeout || got.Durations.RespCommandTimeout != want.Durations.RespCommandTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
 		got.Durations.LeaseTTL != want.Durations.LeaseTTL || !got.Epoch.Equal(want.Epoch) || got.RandomStart != want.RandomStart ||
 		got.Durations.DatedMaxClockSkew != want.Durations.DatedMaxClockSkew || got.Metrics != want.Metrics {
 		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
@@ -54,6 +54,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"resp_max_conns":1000001}`, `"resp_max_conns"`},
 		{`{"resp_idle_timeout":"forever"}`, `"resp_idle_timeout"`},
 		{`{"resp_idle_timeout":"10ms"}`, `"resp_idle_timeout"`},
+		{`{"resp_command_timeout":"soon"}`, `"resp_command_timeout"`},
+		{`{"resp_command_timeout":"500ms"}`, `"resp_command_timeout"`},
 		{`{"resp_max_pending":0}`, `"resp_max_pending"`},
 		{`{"resp_max_pending":262143}`, `"resp_max_pending"`},
 		{`{"resp_max_pending":1073741825}`, `"resp_max_pending"`},
@@ -152,7 +154,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region, metrics`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_command_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region, metrics`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)
@@ -171,13 +173,14 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"IDALLOC_HTTP_ADDR": "127.0.0.1:9999", "IDALLOC_RESP_ADDR": ":6380", "IDALLOC_DRIVER": "mysql",
 		"IDALLOC_DSN": "u:p@tcp(db:3306)/ids", "IDALLOC_ADMIN_TOKEN": "s3cret",
 		"IDALLOC_LEASE_DRIVER": "etcd", "IDALLOC_LEASE_DSN": "http://127.0.0.1:2379",
+		"IDALLOC_RESP_COMMAND_TIMEOUT": "10s",
 	}
 	got, err := Load(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
-		got.AdminToken != "s3cret" || got.Durations.ShutdownDrain != time.Second ||
+		got.AdminToken != "s3cret" || got.Durations.ShutdownDrain != time.Second || got.Durations.RespCommandTimeout != 10*time.Second ||
 		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
 	}

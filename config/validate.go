@@ -94,6 +94,9 @@ func (c Config) Validate() (Settings, error) {
 		{"shutdown_drain", c.ShutdownDrain, &s.Durations.ShutdownDrain, 0},
 		{"shutdown_timeout", c.ShutdownTimeout, &s.Durations.ShutdownTimeout, 0},
 		{"resp_idle_timeout", c.RespIdleTimeout, &s.Durations.RespIdleTimeout, time.Second},
+		// Below a second a client on a slow link could be cut while
+		// sending a large command.
+		{"resp_command_timeout", c.RespCommandTimeout, &s.Durations.RespCommandTimeout, time.Second},
 		{"segment.tag_refresh", c.Segment.TagRefresh, &s.Durations.TagRefresh, 100 * time.Millisecond},
 		{"snowflake.lease_ttl", c.Snowflake.LeaseTTL, &s.Durations.LeaseTTL, time.Second},
 		// 0 would mean the generator's default, 10ms: not what "0s" says.

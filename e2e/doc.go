@@ -26,6 +26,13 @@
 //   - max_conns (10,000) keep-alive connections held idle by one client:
 //     new clients are still answered within 2 s (it raises RLIMIT_NOFILE
 //     if it may, or skips);
+//   - resp_max_conns (200) connections each sending half a GET, some
+//     trickling a byte every 0.5 s: a new client is served at once, and
+//     each of them is answered an error and closed at resp_command_timeout;
+//     twice max_conns (300) connections sending headers one line every 0.2
+//     to 0.5 s, reopened when closed: two clients calling /alloc meanwhile
+//     have at least 99 % of their requests answered (the figures are
+//     logged);
 //   - two regions (region.count 2) on two private MariaDB servers, two
 //     instances each, the same tags created in both, under load for 30 s
 //     with region 1's server frozen for the middle 10 s: no ID of a tag

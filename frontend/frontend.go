@@ -7,9 +7,10 @@
 // what the process holds.
 //
 // It also holds the one connection cap of every front end (Limiter), with
-// one behaviour at the cap: the connection idle the longest is closed to
-// make room; with none idle, the newcomer is told so in its protocol's
-// words and closed.
+// one behaviour at the cap: a connection that owes its client nothing (one
+// stuck partway through a request or command, else the one idle the
+// longest) is closed to make room; with every one busy, the newcomer is
+// told so in its protocol's words and closed.
 //
 // It imports nothing of idalloc's: the front ends import it.
 package frontend

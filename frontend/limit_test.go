@@ -80,6 +80,7 @@ func limitedServer(t *testing.T, max int, block map[string]chan struct{}, reg *p
 		t.Fatal(err)
 	}
 	lim := Limit(ln, Cap{Max: max, Refusal: []byte(refusal), Metrics: m})
+	lim.stuckAfter = time.Hour // the order here is by idleness and age, not by the clock
 	hs := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/block" {
@@ -87,7 +88,13 @@ func limitedServer(t *testing.T, max int, block map[string]chan struct{}, reg *p
 			}
 			_, _ = io.WriteString(w, "ok")
 		}),
-		ConnState: func(c net.Conn, st http.ConnState) { SetIdle(c, st == http.StateIdle) },
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				Begin(c, time.Now())
+				return
+			}
+			SetIdle(c, st == http.StateIdle)
+		},
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(lim) }()
@@ -121,8 +128,7 @@ func (l *Limiter) idleOrder() []string {
 
 // open is the number of connections the limiter holds.
 func (l *Limiter) open() int {
-	n, _ := l.counts()
-	return n
+	return l.counts().open
 }
 
 // waitFor polls cond for up to 10s; the bound only limits how long a
@@ -138,25 +144,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestMaxConnsClosesIdleFirst: with a cap of 2 and both connections open,
 // a third client is served at once when one of them is idle, the one idle
-// the longest being closed for it; a connection in a request or yet to
-// send its first is never closed, and with none idle the newcomer is
-// answered the refusal and closed, the others kept.
+// the longest being closed for it, or yet to send its request (as HTTP
+// marks a new connection, Begin) when none is idle; a connection in a
+// request is never closed, and with every one in a request the newcomer
+// is answered the refusal and closed, the others kept.
 func TestMaxConnsClosesIdleFirst(t *testing.T) {
 	type op struct {
 		conn int
 		do   string // "get" /, "block" (a request held in the handler)
 	}
 	tests := []struct {
-		name    string
-		before  []op
-		refused bool // the newcomer is refused, else served
-		closed  int  // the connection the limiter closes for the newcomer; -1 none
+		name       string
+		before     []op
+		refused    bool // the newcomer is refused, else served
+		closed     int  // the connection the limiter closes for the newcomer; -1 none
+		incomplete bool // closed yet to send its request, else idle
 	}{
-		{"both idle: the longest idle closes", []op{{0, "get"}, {1, "get"}}, false, 0},
-		{"idle order, not opening order", []op{{0, "get"}, {1, "get"}, {0, "get"}}, false, 1},
-		{"one in a request: the idle one closes", []op{{0, "block"}, {1, "get"}}, false, 1},
-		{"none idle: refused", []op{{0, "block"}, {1, "block"}}, true, -1},
-		{"one yet to send: refused", []op{{0, "block"}}, true, -1},
+		{"both idle: the longest idle closes", []op{{0, "get"}, {1, "get"}}, false, 0, false},
+		{"idle order, not opening order", []op{{0, "get"}, {1, "get"}, {0, "get"}}, false, 1, false},
+		{"one in a request: the idle one closes", []op{{0, "block"}, {1, "get"}}, false, 1, false},
+		{"none idle: refused", []op{{0, "block"}, {1, "block"}}, true, -1, false},
+		{"one yet to send, briefly: the idle one closes", []op{{0, "get"}}, false, 0, false},
+		{"one yet to send, none idle: it closes", []op{{0, "block"}}, false, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,10 +180,12 @@ func TestMaxConnsClosesIdleFirst(t *testing.T) {
 
 			var idle []string // the model of lim's idle list
 			busy := map[int]bool{}
+			incomplete := map[int]bool{0: true, 1: true} // new: their requests' headers yet to come
 			for _, o := range tt.before {
 				c := conns[o.conn]
 				me := c.LocalAddr().String()
 				idle = slices.DeleteFunc(idle, func(a string) bool { return a == me })
+				delete(incomplete, o.conn)
 				switch o.do {
 				case "get":
 					c.send(t, "/")
@@ -186,7 +197,9 @@ func TestMaxConnsClosesIdleFirst(t *testing.T) {
 					c.send(t, fmt.Sprintf("/block?c=%d", o.conn))
 					busy[o.conn] = true
 				}
-				waitFor(t, fmt.Sprintf("idle list %v", idle), func() bool { return slices.Equal(lim.idleOrder(), idle) })
+				waitFor(t, fmt.Sprintf("idle list %v, %d incomplete", idle, len(incomplete)), func() bool {
+					return slices.Equal(lim.idleOrder(), idle) && lim.counts().incomplete == len(incomplete)
+				})
 			}
 
 			newcomer := dial(t, addr)
@@ -220,12 +233,15 @@ func TestMaxConnsClosesIdleFirst(t *testing.T) {
 				}
 			}
 			want := map[string]float64{
-				"idalloc_http_idle_connections_closed_total": 0, "idalloc_http_connections_refused_total": 0,
-				"idalloc_http_connections": 2,
+				"idalloc_http_idle_connections_closed_total": 0, "idalloc_http_incomplete_connections_closed_total": 0,
+				"idalloc_http_connections_refused_total": 0, "idalloc_http_connections": 2,
 			}
-			if tt.refused {
+			switch {
+			case tt.refused:
 				want["idalloc_http_connections_refused_total"] = 1
-			} else {
+			case tt.incomplete:
+				want["idalloc_http_incomplete_connections_closed_total"] = 1
+			default:
 				want["idalloc_http_idle_connections_closed_total"] = 1
 			}
 			for name, v := range want {
@@ -252,21 +268,41 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// TestLongestIdle: at the cap the connection to close is the one that
-// went idle first, whatever order they opened in, and never one that is
-// new, busy or closed.
-func TestLongestIdle(t *testing.T) {
+// TestVictim: at the cap the connection to close is the one incomplete
+// the longest (Begin) if for over stuckAfter, else the one that went idle
+// first, whatever order they opened in, else the one incomplete the
+// longest; never one that is new, busy or closed.
+func TestVictim(t *testing.T) {
+	type step struct {
+		op   byte // i = goes idle, a = goes busy, b = Begin at, c = closes
+		conn byte
+		at   time.Duration // since the limiter's base, for b
+	}
+	idle := func(c byte) step { return step{'i', c, 0} }
+	busy := func(c byte) step { return step{'a', c, 0} }
+	closes := func(c byte) step { return step{'c', c, 0} }
+	begin := func(c byte, at time.Duration) step { return step{'b', c, at} }
+	const stuck = stuckAfter
 	tests := []struct {
-		name string
-		ops  string // i = goes idle, a = goes busy, c = closes, then the connection
-		want string // "" for none
+		name  string
+		steps []step
+		now   time.Duration
+		want  string // "" for none
 	}{
-		{"first idle", "ia ib ic", "a"},
-		{"busy again", "ia ib ic aa", "b"},
-		{"idle again goes to the back", "ia ib aa ia", "b"},
-		{"closed", "ia ib ca", "b"},
-		{"none idle", "ia ib aa ab", ""},
-		{"new connections are not idle", "", ""},
+		{"first idle", []step{idle('a'), idle('b'), idle('c')}, stuck, "a"},
+		{"busy again", []step{idle('a'), idle('b'), idle('c'), busy('a')}, stuck, "b"},
+		{"idle again goes to the back", []step{idle('a'), idle('b'), busy('a'), idle('a')}, stuck, "b"},
+		{"closed", []step{idle('a'), idle('b'), closes('a')}, stuck, "b"},
+		{"none idle", []step{idle('a'), idle('b'), busy('a'), busy('b')}, stuck, ""},
+		{"new connections are busy", nil, stuck, ""},
+		{"incomplete briefly: idle first", []step{idle('a'), begin('b', stuck)}, 3 * stuck / 2, "a"},
+		{"incomplete for stuckAfter: idle first", []step{idle('a'), begin('b', stuck)}, 2 * stuck, "a"},
+		{"incomplete past stuckAfter: before idle", []step{idle('a'), begin('b', stuck)}, 2*stuck + 1, "b"},
+		{"the one incomplete longest", []step{begin('a', 2*stuck), begin('b', stuck), idle('c')}, 4 * stuck, "b"},
+		{"only incomplete: the longest, however briefly", []step{begin('a', 2*stuck), begin('b', stuck)}, 2 * stuck, "b"},
+		{"busy ends incomplete", []step{begin('a', stuck), busy('a')}, 10 * stuck, ""},
+		{"idle ends incomplete", []step{begin('a', stuck), idle('b'), idle('a')}, 10 * stuck, "b"},
+		{"closed while incomplete", []step{begin('a', stuck), begin('b', 2*stuck), closes('a')}, 10 * stuck, "b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,20 +314,21 @@ func TestLongestIdle(t *testing.T) {
 				conn[n], name[c] = c, string(n)
 				l.conns[c] = struct{}{}
 			}
-			for i := 0; i < len(tt.ops); i += 3 {
-				c := conn[tt.ops[i+1]]
-				switch tt.ops[i] {
+			for _, s := range tt.steps {
+				c := conn[s.conn]
+				switch s.op {
 				case 'i':
 					SetIdle(c, true)
 				case 'a':
 					SetIdle(c, false)
+				case 'b':
+					Begin(c, l.base.Add(s.at))
 				case 'c':
 					_ = c.Close()
 				}
 			}
-			got, _ := l.longestIdle()
-			if name[got] != tt.want {
-				t.Errorf("longestIdle = %q, want %q", name[got], tt.want)
+			if got := l.victim(tt.now); name[got.c] != tt.want {
+				t.Errorf("victim = %q, want %q", name[got.c], tt.want)
 			}
 		})
 	}

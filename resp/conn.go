@@ -2,8 +2,10 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +26,12 @@ const gateBufSize = 8 << 10
 
 // errMaxClients is Redis's own answer at its maxclients cap, which clients
 // know: what the connection cap (frontend.Limiter) answers a connection
-// that finds resp_max_conns open and none idle.
+// that finds resp_max_conns open, every one busy.
 var errMaxClients = redcon.AppendError(nil, "ERR max number of clients reached")
+
+// errCommandTimeout ends a connection whose command stayed incomplete for
+// CommandTimeout (resp_command_timeout).
+var errCommandTimeout = errors.New("command incomplete at resp_command_timeout")
 
 // gateConn is a connection as redcon reads it. It reads the socket itself,
 // follows the command boundaries with a framer, and hands redcon whole
@@ -49,6 +55,10 @@ type gateConn struct {
 	perr                error // a *protocolError, refused once buf[r:w] is handed over
 	rerr                error // a read error that came with data, returned after it
 	refused             bool
+	// began is when the command the client is partway through sending
+	// began (the read that brought its first bytes ended); zero between
+	// commands.
+	began time.Time
 	// stopping: serve the complete commands already read, then end the
 	// connection as if the client had closed it (the drain's end).
 	stopping  atomic.Bool
@@ -101,13 +111,19 @@ func (c *gateConn) scan() {
 //
 // While it waits, the connection is idle for the connection cap, which
 // may close it for a new client, if it owes its client nothing: every
-// command read was whole (one cut short is a command in progress) and
-// every answer is written (redcon calls Read only once it has answered
-// and flushed what it had, but a backlog may still be on its way). A
-// connection yet to send its first command is idle too: unlike HTTP's,
-// which net/http gives 5 s to send its request, a silent one would hold
-// its slot for resp_idle_timeout, and client pools open connections
-// ahead of use. It costs the read two atomic stores and an add.
+// command read was whole and every answer is written (redcon calls Read
+// only once it has answered and flushed what it had, but a backlog may
+// still be on its way). A connection yet to send its first command is
+// idle too: client pools open connections ahead of use, and a silent one
+// would hold its slot for resp_idle_timeout. It costs the read two atomic
+// stores, an add and three loads.
+//
+// A command cut short by the last read is incomplete: the cap may close
+// the connection for a new client too (frontend.Begin), and the command
+// must be complete CommandTimeout after it began, or the client is
+// answered an error and the connection closed (docs/api.md §15). Only
+// then does fill read the clock and set a read deadline, which redcon's
+// next batch replaces with its idle one.
 func (c *gateConn) fill() error {
 	switch {
 	case c.perr != nil:
@@ -117,13 +133,28 @@ func (c *gateConn) fill() error {
 	case c.stopping.Load():
 		return io.EOF
 	}
-	idle := c.safe == c.w && c.out.pending.Load() == 0
+	owed := c.out.pending.Load() != 0
+	incomplete := c.safe != c.w
+	switch {
+	case !incomplete:
+		c.began = time.Time{}
+	case c.began.IsZero() || c.safe > 0: // the last read began a command
+		c.began = time.Now()
+		_ = c.Conn.SetReadDeadline(c.began.Add(c.l.commandTimeout))
+		if c.stopping.Load() {
+			return io.EOF // stop's deadline must not be replaced by ours
+		}
+	}
 	c.r, c.w, c.scanned, c.safe = 0, 0, 0, 0
-	if idle {
+	switch {
+	case owed:
+	case incomplete:
+		frontend.Begin(c.Conn, c.began)
+	default:
 		frontend.SetIdle(c.Conn, true)
 	}
 	n, err := c.Conn.Read(c.buf)
-	if idle {
+	if !owed {
 		frontend.SetIdle(c.Conn, false)
 	}
 	if n == 0 {
@@ -138,6 +169,11 @@ func (c *gateConn) fill() error {
 			// eviction by another connection, a failed write): that is
 			// why the connection ends, not the read error it caused.
 			return why
+		}
+		if incomplete && errors.Is(err, os.ErrDeadlineExceeded) {
+			c.l.metrics.commandTimeout.Inc()
+			_, _ = c.out.write(c.l.timeoutAnswer)
+			return errCommandTimeout
 		}
 		return err
 	}
@@ -185,10 +221,12 @@ func (c *gateConn) stop() {
 // every connection at once): after stopAccepting, Accept waits for
 // release.
 type listener struct {
-	net.Listener // the connection cap (frontend.Limiter)
-	maxPending   int
-	budget       budget // answers waiting across connections
-	metrics      *Metrics
+	net.Listener   // the connection cap (frontend.Limiter)
+	maxPending     int
+	commandTimeout time.Duration
+	timeoutAnswer  []byte // the error a command incomplete at commandTimeout is answered
+	budget         budget // answers waiting across connections
+	metrics        *Metrics
 
 	mu      sync.Mutex
 	conns   map[*gateConn]struct{}
@@ -202,11 +240,12 @@ type listener struct {
 	backoff     time.Duration
 }
 
-func newListener(ln net.Listener, maxPending int, maxPendingTotal int64, m *Metrics) *listener {
+func newListener(ln net.Listener, maxPending int, maxPendingTotal int64, commandTimeout time.Duration, m *Metrics) *listener {
 	l := &listener{
-		Listener: ln, maxPending: maxPending, metrics: m,
-		conns:   make(map[*gateConn]struct{}),
-		stopped: make(chan struct{}), released: make(chan struct{}),
+		Listener: ln, maxPending: maxPending, metrics: m, commandTimeout: commandTimeout,
+		timeoutAnswer: redcon.AppendError(nil, fmt.Sprintf("ERR command incomplete after %s (resp_command_timeout): connection closed", commandTimeout)),
+		conns:         make(map[*gateConn]struct{}),
+		stopped:       make(chan struct{}), released: make(chan struct{}),
 	}
 	l.budget = budget{max: maxPendingTotal, cut: m.outputTotal, largest: l.largest}
 	return l

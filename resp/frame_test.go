@@ -35,7 +35,7 @@ func TestGateDeliversWhatRedconReads(t *testing.T) {
 	data := []byte(stream.String())
 
 	server, client := net.Pipe()
-	l := newListener(nil, DefaultMaxPending, DefaultMaxPendingTotal, mustMetrics(t))
+	l := newListener(nil, DefaultMaxPending, DefaultMaxPendingTotal, DefaultCommandTimeout, mustMetrics(t))
 	gc := &gateConn{Conn: server, l: l, buf: make([]byte, gateBufSize)}
 	l.conns[gc] = struct{}{}
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -90,13 +91,16 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: at resp_max_conns a new connection is served and the
-// connection idle the longest (waiting for a command, nothing owed) is
-// closed for it; one in the middle of a command is not idle, and with none
-// idle a new connection is answered Redis's error and closed; once one
-// closes, a new one is served.
+// TestConnectionCap: at resp_max_conns a new connection is served and one
+// that owes its client nothing is closed for it: the one idle the longest
+// (waiting for a command, nothing owed), and with none idle the one
+// partway through a command the longest. With every one owing answers a
+// new connection is answered Redis's error and closed; once one closes, a
+// new one is served. (Which comes first of an idle connection and one
+// partway through a command, by how long, is TestStuckCommandClosedFirst's
+// and frontend's.)
 func TestConnectionCap(t *testing.T) {
-	in := start(t, options{noFlake: true, cfg: Config{MaxConns: 3}})
+	in := start(t, options{cfg: Config{MaxConns: 3}})
 	var conns []*rawConn
 	for range 3 {
 		c := dialRaw(t, in.addr)
@@ -105,49 +109,184 @@ func TestConnectionCap(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	// conns[1] and [2] are busy: each has sent part of a command.
-	for _, c := range conns[1:] {
+	fourth := dialRaw(t, in.addr)
+	if got := fourth.send(t, "PING\r\n"); got != "+PONG" {
+		t.Errorf("4th connection with three idle: PING = %q, want +PONG", got)
+	}
+	if !conns[0].closed(t) {
+		t.Error("the connection idle the longest left open at the cap, want it closed for the 4th")
+	}
+	// conns[1], conns[2], then the 4th are partway through a command.
+	partway := []*rawConn{conns[1], conns[2], fourth}
+	for i, c := range partway {
 		if _, err := io.WriteString(c, "*1\r\n$4\r\nPI"); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, "the partial command to be read", func() bool {
+			return gauge(t, in, "idalloc_resp_incomplete_connections") == float64(i+1)
+		})
 	}
-	waitFor(t, "the partial commands to be read", func() bool { return gauge(t, in, "idalloc_resp_idle_connections") == 1 })
-	fourth := dialRaw(t, in.addr)
-	if got := fourth.send(t, "PING\r\n"); got != "+PONG" {
-		t.Errorf("4th connection with one idle: PING = %q, want +PONG", got)
+	fifth := dialRaw(t, in.addr)
+	if got := fifth.send(t, "PING\r\n"); got != "+PONG" {
+		t.Errorf("5th connection with none idle: PING = %q, want +PONG", got)
 	}
-	if !conns[0].closed(t) {
-		t.Error("the idle connection left open at the cap, want it closed for the 4th")
+	if !partway[0].closed(t) {
+		t.Error("the connection partway through a command the longest left open at the cap, want it closed for the 5th")
 	}
-	// None idle now but the 4th, which a partial command makes busy too.
-	if _, err := io.WriteString(fourth, "*1\r\n$4\r\nPI"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "no idle connection", func() bool { return gauge(t, in, "idalloc_resp_idle_connections") == 0 })
-	over := dialRaw(t, in.addr)
-	if got := over.line(t); got != "-ERR max number of clients reached" {
-		t.Errorf("5th connection with none idle got %q, want the cap's error", got)
-	}
-	if !over.closed(t) {
-		t.Error("5th connection left open")
-	}
-	// The busy ones were kept: their commands complete.
-	for i, c := range []*rawConn{conns[1], conns[2], fourth} {
+	// The others were kept: their commands complete.
+	for i, c := range partway[1:] {
 		if got := c.send(t, "NG\r\n"); got != "+PONG" {
-			t.Errorf("busy connection %d at the cap: PING = %q, want +PONG (kept)", i, got)
+			t.Errorf("connection %d partway through a command at the cap: PING = %q, want +PONG (kept)", i, got)
 		}
 	}
-	_ = conns[1].Close()
+	// Every connection owes answers it does not read: none to close.
+	busy := []*rawConn{conns[2], fourth, fifth}
+	for _, c := range busy {
+		smallReadBuffer(t, c)
+		if _, err := io.WriteString(c, strings.Repeat(flakes1000, 250)); err != nil { // 6.5 MB of answers
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the SNOWFLAKEs to be answered", func() bool {
+		return testutil.ToFloat64(in.srv.metrics.commands[cmdSnowflake][outOK]) == 750
+	})
+	over := dialRaw(t, in.addr)
+	if got := over.line(t); got != "-ERR max number of clients reached" {
+		t.Errorf("6th connection with every one owing answers got %q, want the cap's error", got)
+	}
+	if !over.closed(t) {
+		t.Error("6th connection left open")
+	}
+	_ = busy[0].Close()
 	waitFor(t, "a slot to free", func() bool { return in.srv.openConns() < 3 })
 	if got := dialRaw(t, in.addr).send(t, "PING\r\n"); got != "+PONG" {
 		t.Errorf("a connection after one closed: PING = %q", got)
 	}
 	for name, want := range map[string]float64{
-		"idalloc_resp_connections": 3, "idalloc_resp_idle_connections_closed_total": 1, "idalloc_resp_connections_refused_total": 1,
+		"idalloc_resp_connections": 3, "idalloc_resp_idle_connections_closed_total": 1,
+		"idalloc_resp_incomplete_connections_closed_total": 1, "idalloc_resp_connections_refused_total": 1,
 	} {
 		if got := gauge(t, in, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestStuckCommandClosedFirst: at resp_max_conns a connection partway
+// through a command for over 250 ms is closed for a new one before an
+// idle one.
+func TestStuckCommandClosedFirst(t *testing.T) {
+	in := start(t, options{noFlake: true, cfg: Config{MaxConns: 2}})
+	stuck, idle := dialRaw(t, in.addr), dialRaw(t, in.addr)
+	if _, err := io.WriteString(stuck, "*2\r\n$3\r\nGET\r\n$13\r\ntest_busi"); err != nil {
+		t.Fatal(err)
+	}
+	if got := idle.send(t, "PING\r\n"); got != "+PONG" {
+		t.Fatalf("PING = %q", got)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if got := dialRaw(t, in.addr).send(t, "PING\r\n"); got != "+PONG" {
+		t.Errorf("new connection at the cap: PING = %q, want +PONG", got)
+	}
+	if !stuck.closed(t) {
+		t.Error("the connection stuck partway through a command left open at the cap, want it closed first")
+	}
+	if got := idle.send(t, "PING\r\n"); got != "+PONG" {
+		t.Errorf("idle connection: PING = %q, want +PONG (kept)", got)
+	}
+}
+
+// TestCommandTimeout: a command must be complete resp_command_timeout
+// after its first bytes, trickled or not, or the client is answered an
+// error and the connection closed; a command sent in pieces within it is
+// served, and so is a pipeline streamed for longer, each of its commands
+// complete in time, and a connection idle for longer.
+func TestCommandTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	in := start(t, options{noFlake: true, cfg: Config{CommandTimeout: timeout}})
+	const answer = "-ERR command incomplete after 300ms (resp_command_timeout): connection closed"
+	t.Run("half-sent", func(t *testing.T) {
+		c := dialRaw(t, in.addr)
+		began := time.Now()
+		if _, err := io.WriteString(c, "*2\r\n$3\r\nGET\r\n$13\r\ntest_busi"); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.line(t); got != answer {
+			t.Errorf("half-sent command: got %q, want %q", got, answer)
+		}
+		if took := time.Since(began); took < timeout || took > timeout+2*time.Second {
+			t.Errorf("half-sent command answered after %s, want %s (and a little)", took, timeout)
+		}
+		if !c.closed(t) {
+			t.Error("connection open after the command timeout")
+		}
+	})
+	t.Run("trickled", func(t *testing.T) {
+		c := dialRaw(t, in.addr)
+		began := time.Now()
+		if _, err := io.WriteString(c, "*2\r\n$3\r\nGET\r\n$1000\r\ntest_busi"); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			l, _ := c.r.ReadString('\n')
+			got <- strings.TrimSpace(l)
+		}()
+		for {
+			select {
+			case l := <-got:
+				if l != answer {
+					t.Errorf("trickled command: got %q, want %q", l, answer)
+				}
+				if took := time.Since(began); took > timeout+2*time.Second {
+					t.Errorf("trickled command answered after %s, want %s (and a little)", took, timeout)
+				}
+				return
+			case <-time.After(50 * time.Millisecond):
+				_, _ = io.WriteString(c, "x") // fails once closed: the read says why
+			}
+		}
+	})
+	t.Run("pieces within the timeout", func(t *testing.T) {
+		c := dialRaw(t, in.addr)
+		if _, err := io.WriteString(c, "*2\r\n$3\r\nGET\r\n$13\r\ntest_"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(timeout / 3)
+		if got := c.send(t, "business\r\n"); !strings.HasPrefix(got, "$") {
+			t.Errorf("command in two pieces: got %q, want an ID", got)
+		}
+	})
+	t.Run("pipeline streamed for longer", func(t *testing.T) {
+		c := dialRaw(t, in.addr)
+		const n = 400
+		p := []byte(strings.Repeat(bulk("GET", "test_business"), n))
+		const pieces = 12 // 600 ms, each piece ending partway through a command
+		for i := range pieces {
+			if _, err := c.Write(p[i*len(p)/pieces : (i+1)*len(p)/pieces]); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * timeout / pieces)
+		}
+		for i := range n {
+			if got := c.line(t); !strings.HasPrefix(got, "$") {
+				t.Fatalf("pipelined GET %d: got %q, want an ID", i, got)
+			}
+			c.line(t)
+		}
+	})
+	t.Run("idle for longer", func(t *testing.T) {
+		c := dialRaw(t, in.addr)
+		if got := c.send(t, "PING\r\n"); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+		time.Sleep(2 * timeout)
+		if got := c.send(t, "PING\r\n"); got != "+PONG" {
+			t.Errorf("PING after %s idle: %q, want +PONG", 2*timeout, got)
+		}
+	})
+	if got := testutil.ToFloat64(in.srv.metrics.commandTimeout); got != 2 {
+		t.Errorf(`idalloc_resp_connections_closed_total{reason="command_timeout"} = %v, want 2`, got)
 	}
 }
 

@@ -66,12 +66,17 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 //	                                              output_total, the connection
 //	                                              holding the most when those of
 //	                                              all would pass
-//	                                              resp_max_pending_total
+//	                                              resp_max_pending_total;
+//	                                              command_timeout, a command
+//	                                              incomplete at
+//	                                              resp_command_timeout
 //
 // and the connection cap's (frontend.Metrics): idalloc_resp_connections
 // (open, at most resp_max_conns), idalloc_resp_idle_connections_closed_total
-// (closed to make room at the cap), idalloc_resp_connections_refused_total
-// (refused at the cap, none idle).
+// and idalloc_resp_incomplete_connections_closed_total (closed to make room
+// at the cap: idle, or partway through a command),
+// idalloc_resp_connections_refused_total (refused at the cap, every one
+// busy).
 //
 // Segment IDs issued over RESP are counted with every other in
 // idalloc_ids_issued_total{mode="segment"}, which reads the allocator's own
@@ -79,10 +84,11 @@ var outcomeNames = [numOutcomes]string{"ok", "err", "noauth", "tryagain", "inter
 // which the generators report to their snowflake.Observer whichever front
 // end asked. Neither is counted here.
 type Metrics struct {
-	commands    [numCommands][numOutcomes]prometheus.Counter
-	conns       *frontend.Metrics
-	outputLimit prometheus.Counter
-	outputTotal prometheus.Counter
+	commands       [numCommands][numOutcomes]prometheus.Counter
+	conns          *frontend.Metrics
+	outputLimit    prometheus.Counter
+	outputTotal    prometheus.Counter
+	commandTimeout prometheus.Counter
 }
 
 // NewMetrics makes the metrics and registers them on reg. It fails only when
@@ -103,10 +109,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	// bad input), which can join this series rather than new names.
 	closed := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "idalloc", Subsystem: "resp", Name: "connections_closed_total",
-		Help: "Redis-protocol connections the server closed, by reason: output_limit (answers waiting for the client to read them passed resp_max_pending), output_total (the connection holding the most answers waiting, when those of all connections would pass resp_max_pending_total).",
+		Help: "Redis-protocol connections the server closed, by reason: output_limit (answers waiting for the client to read them passed resp_max_pending), output_total (the connection holding the most answers waiting, when those of all connections would pass resp_max_pending_total), command_timeout (a command begun and not complete within resp_command_timeout).",
 	}, []string{"reason"})
 	m.outputLimit = closed.WithLabelValues("output_limit")
 	m.outputTotal = closed.WithLabelValues("output_total")
+	m.commandTimeout = closed.WithLabelValues("command_timeout")
 	for _, c := range []prometheus.Collector{vec, closed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

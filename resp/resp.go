@@ -18,12 +18,14 @@
 // pipeline of 10,000 GETs costs a few dozen writes, not 10,000. What redcon
 // lacks is added around its reader and writer (conn.go, frame.go,
 // output.go): the limits on argument size, argument count and command
-// size, refusing bytes that are not RESP, the caps on answers waiting for
-// clients that do not read them (MaxPending per connection, with a write
-// deadline, and MaxPendingTotal across them), and a drain that keeps open
-// connections while the listener is closed. The connection cap is every
-// front end's (frontend.Limiter); this package tells it which connections
-// are idle.
+// size, a bound on the time a command takes to arrive once begun
+// (CommandTimeout), refusing bytes that are not RESP, the caps on answers
+// waiting for clients that do not read them (MaxPending per connection,
+// with a write deadline, and MaxPendingTotal across them), and a drain
+// that keeps open connections while the listener is closed. The
+// connection cap is every front end's (frontend.Limiter); this package
+// tells it which connections are idle, and which are partway through a
+// command.
 //
 // The hot path (GET) claims an ID with one atomic add in the allocator and
 // appends its digits to redcon's output buffer: it allocates nothing of its
@@ -54,6 +56,11 @@ import (
 // Defaults for zero Config fields.
 const (
 	DefaultIdleTimeout = 5 * time.Minute
+	// DefaultCommandTimeout bounds a command from its first bytes to its
+	// last, as net/http's header timeout bounds a request's headers: a
+	// command is at most MaxCommandSize (256 KiB), which 5 s carries at
+	// 420 kbit/s.
+	DefaultCommandTimeout = 5 * time.Second
 	// DefaultStep is the step of a tag created by HSET without one: HTTP's
 	// POST /tags requires it, but number-dispenser's HSET has no such
 	// field. The allocator's adaptive step grows it under load.
@@ -138,14 +145,21 @@ type Config struct {
 	// segment.DefaultMaxBatch.
 	MaxBatch int
 	// MaxConns caps the open connections (resp_max_conns); 0 means
-	// frontend.DefaultMaxConns. At the cap the connection idle the longest
-	// (waiting for a command with no answer owed) is closed to make room;
-	// with none idle a new connection is answered Redis's "-ERR max number
-	// of clients reached" and closed. See frontend.Limiter.
+	// frontend.DefaultMaxConns. At the cap a connection partway through a
+	// command for over 250 ms, else the one idle the longest (waiting
+	// for a command with no answer owed), else the one partway through a
+	// command the longest, is closed to make room; with every one busy a
+	// new connection is answered Redis's "-ERR max number of clients
+	// reached" and closed. See frontend.Limiter.
 	MaxConns int
 	// IdleTimeout closes a connection that sends nothing for so long; 0
 	// means 5 minutes.
 	IdleTimeout time.Duration
+	// CommandTimeout bounds a command once begun (resp_command_timeout):
+	// a connection whose command is still incomplete so long after its
+	// first bytes arrived is answered an error and closed. 0 means
+	// DefaultCommandTimeout.
+	CommandTimeout time.Duration
 	// MaxPending caps the bytes of answers a connection may have waiting
 	// for its client to read them (resp_max_pending); past it the
 	// connection is closed and counted. 0 means DefaultMaxPending (8 MiB).
@@ -186,6 +200,7 @@ type Server struct {
 	// of Serve's listener.
 	maxPendingTotal int64
 	idle            time.Duration
+	commandTimeout  time.Duration
 	version         string
 	started         time.Time
 
@@ -200,9 +215,9 @@ type Server struct {
 }
 
 // New checks cfg and deps. Errors: a nil Segments, AllocAuth without a
-// Guard, a negative MaxBatch,
-// MaxConns, IdleTimeout, MaxPending or MaxPendingTotal, a MaxPendingTotal
-// below MaxPending (defaults included).
+// Guard, a negative MaxBatch, MaxConns, IdleTimeout, CommandTimeout,
+// MaxPending or MaxPendingTotal, a MaxPendingTotal below MaxPending
+// (defaults included).
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil {
 		return nil, errors.New("resp: Deps.Segments is required")
@@ -210,8 +225,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.AllocAuth && deps.Guard == nil {
 		return nil, errors.New("resp: Config.AllocAuth needs Deps.Guard")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.MaxPending < 0 || cfg.MaxPendingTotal < 0 {
-		return nil, errors.New("resp: MaxBatch, MaxConns, IdleTimeout, MaxPending and MaxPendingTotal must not be negative")
+	if cfg.MaxBatch < 0 || cfg.MaxConns < 0 || cfg.IdleTimeout < 0 || cfg.CommandTimeout < 0 || cfg.MaxPending < 0 || cfg.MaxPendingTotal < 0 {
+		return nil, errors.New("resp: MaxBatch, MaxConns, IdleTimeout, CommandTimeout, MaxPending and MaxPendingTotal must not be negative")
 	}
 	s := &Server{
 		seg: deps.Segments, flake: deps.Snowflake, guard: deps.Guard, audit: deps.Audit, allocAuth: cfg.AllocAuth,
@@ -221,6 +236,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		maxPending:      orDefault(cfg.MaxPending, DefaultMaxPending),
 		maxPendingTotal: orDefault(cfg.MaxPendingTotal, DefaultMaxPendingTotal),
 		idle:            orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		commandTimeout:  orDefault(cfg.CommandTimeout, DefaultCommandTimeout),
 		version:         cfg.Version, started: time.Now(),
 		cutC: make(chan struct{}),
 	}
@@ -267,7 +283,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	capped := frontend.Limit(ln, frontend.Cap{
 		Max: s.maxConns, Refusal: errMaxClients, Metrics: s.metrics.conns, Log: s.log,
 	})
-	l := newListener(capped, s.maxPending, s.maxPendingTotal, s.metrics)
+	l := newListener(capped, s.maxPending, s.maxPendingTotal, s.commandTimeout, s.metrics)
 	s.cutMu.Lock()
 	s.ln = l
 	s.cutMu.Unlock()
@@ -338,13 +354,16 @@ func (s *Server) accept(c redcon.Conn) bool {
 }
 
 // closed is redcon's callback when a connection ends, called under its
-// server-wide lock: it only logs refusals of bad input and the output
-// limits, at debug level (the limits are counted in the metrics).
+// server-wide lock: it only logs refusals of bad input, the output limits
+// and the command timeout, at debug level (the limits and the timeout are
+// counted in the metrics).
 func (s *Server) closed(c redcon.Conn, err error) {
 	if pe, ok := errors.AsType[*protocolError](err); ok {
 		s.log.Debug("resp: connection closed on bad input", "remote", c.RemoteAddr(), "err", pe)
 	} else if errors.Is(err, errOutputLimit) {
 		s.log.Debug("resp: connection closed: answers waiting past resp_max_pending", "remote", c.RemoteAddr(), "resp_max_pending", s.maxPending)
+	} else if errors.Is(err, errCommandTimeout) {
+		s.log.Debug("resp: connection closed: command incomplete at resp_command_timeout", "remote", c.RemoteAddr(), "resp_command_timeout", s.commandTimeout)
 	} else if errors.Is(err, errOutputTotal) {
 		s.log.Debug("resp: connection closed: it held the most answers waiting when those of all passed resp_max_pending_total", "remote", c.RemoteAddr(), "resp_max_pending_total", s.maxPendingTotal)
 	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {

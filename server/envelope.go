@@ -78,7 +78,7 @@ func sendAs(w http.ResponseWriter, ct []string, status int, body []byte) int {
 }
 
 // atCapRefusal is the whole HTTP answer written to a new connection that
-// finds max_conns open and none idle, before its request is read, after
+// finds max_conns open, each in a request, before its request is read, after
 // which the connection is closed (frontend.Limiter): a 503 with the
 // contract's envelope for kind unavailable and Retry-After, as every 503.
 var atCapRefusal = func() []byte {

@@ -114,8 +114,9 @@ func own(kind errs.Kind, msg string) answer {
 var internalAnswer = own(errs.Internal, "internal error")
 
 // atCapAnswer is what a new connection is told, before any request, when
-// max_conns are open and none is idle to close for it (atCapRefusal).
-var atCapAnswer = own(errs.Unavailable, "too many connections: max_conns are open and none is idle; retry shortly, on another instance if you have one")
+// max_conns are open and none is idle or incomplete to close for it
+// (atCapRefusal).
+var atCapAnswer = own(errs.Unavailable, "too many connections: max_conns are open, each in a request; retry shortly, on another instance if you have one")
 
 // paramError is a request this front end cannot read: a parameter or body
 // field absent, of the wrong JSON type, badly escaped, or a body that is not

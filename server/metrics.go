@@ -57,8 +57,11 @@ const namespace = "idalloc"
 //	idalloc_http_requests_total{route,code}
 //	idalloc_http_request_duration_seconds{route}
 //	idalloc_http_connections                       open, at most max_conns
+//	idalloc_http_idle_connections                  of those, idle between requests
+//	idalloc_http_incomplete_connections            of those, new, their request's headers incomplete
 //	idalloc_http_idle_connections_closed_total     closed to make room at max_conns
-//	idalloc_http_connections_refused_total         refused at max_conns, none idle
+//	idalloc_http_incomplete_connections_closed_total  closed so, their headers incomplete
+//	idalloc_http_connections_refused_total         refused at max_conns, every one in a request
 type Metrics struct {
 	fetches       prometheus.Counter
 	fetchErrors   prometheus.Counter

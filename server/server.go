@@ -92,10 +92,12 @@ type Config struct {
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
 	// MaxConns caps the open connections (max_conns); 0 means
-	// frontend.DefaultMaxConns. At the cap the connection idle the longest
-	// (a keep-alive connection between requests) is closed to make room;
-	// with none idle a new connection is answered 503 (resp_code 3, kind
-	// unavailable) and closed. See frontend.Limiter.
+	// frontend.DefaultMaxConns. At the cap a new connection whose
+	// request's headers have been coming for over 250 ms, else the one
+	// idle the longest (a keep-alive connection between requests), else
+	// the new one whose headers have been coming the longest, is closed to
+	// make room; with every one in a request a new connection is answered
+	// 503 (resp_code 3, kind unavailable) and closed. See frontend.Limiter.
 	MaxConns int
 	// MaxTagSeries caps the tags with per-tag metric series of their own
 	// (metrics.max_tag_series); the others are summed under
@@ -264,7 +266,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ConnState:         markIdle,
+		ConnState:         connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
@@ -305,12 +307,20 @@ func (s *Server) Cut() {
 	}
 }
 
-// markIdle is http.Server's ConnState hook: it tells the connection cap
-// which connections are idle keep-alive ones, between requests, to close
-// first at max_conns. It runs on every request, twice, and costs an
-// atomic store (frontend.SetIdle). net/http reports a connection active
-// once its next request's header is read.
-func markIdle(c net.Conn, state http.ConnState) {
+// connState is http.Server's ConnState hook: it tells the connection cap
+// which connections are idle keep-alive ones, between requests, and which
+// are new, their request's headers not yet read, so that at max_conns
+// those are closed first and slow or half-sent headers cannot hold the
+// cap (docs/api.md §15). It runs on every request, twice, and costs an
+// atomic store and a load (frontend.SetIdle); a new connection costs a
+// clock read more (frontend.Begin). net/http reports a connection active
+// once its request's headers are read, and a keep-alive connection idle
+// until then, whatever part of its next request has arrived.
+func connState(c net.Conn, state http.ConnState) {
+	if state == http.StateNew {
+		frontend.Begin(c, time.Now())
+		return
+	}
 	frontend.SetIdle(c, state == http.StateIdle)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,8 +117,10 @@ func TestServeListenerError(t *testing.T) {
 
 // TestServeCapsConnections: at MaxConns, Serve's connection cap closes the
 // keep-alive connection idle between requests for a new client (the
-// ConnState hook marks it idle), and with none idle answers the new
-// connection the contract's 503 for kind unavailable and closes it.
+// ConnState hook marks it idle), or a new connection whose request's
+// headers are incomplete (the hook marks it so); with every connection in
+// a request it answers the new connection the contract's 503 for kind
+// unavailable and closes it.
 func TestServeCapsConnections(t *testing.T) {
 	rg := newRig(t, func(c *Config, _ *Deps) { c.MaxConns = 1 })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -165,13 +168,38 @@ func TestServeCapsConnections(t *testing.T) {
 	// the client may read first: wait for the mark, as a client arriving
 	// a moment later would find it.
 	waitGauge(t, rg, "idalloc_http_idle_connections", 1)
-	busy, busyR := dial()
+	partial, partialR := dial()
 	if _, err := idleR.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Errorf("idle connection at the cap: read %v, want EOF (closed for the new client)", err)
 	}
-	// The new connection, yet to send a whole request, is not idle: a
-	// third is refused.
-	if _, err := io.WriteString(busy, "GET /health HTTP/1.1\r\n"); err != nil {
+	// A new connection whose request's headers are incomplete is closed
+	// for the next.
+	if _, err := io.WriteString(partial, "GET /health HTTP/1.1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	next, nextR := dial()
+	// Closed with its input unread, it may be reset rather than ended.
+	if _, err := partialR.ReadByte(); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("connection with its headers incomplete at the cap: read %v, want EOF (closed for the new client)", err)
+	}
+	if resp := get(next, nextR); resp.StatusCode != 200 {
+		t.Fatalf("client after the incomplete one: %d, want 200", resp.StatusCode)
+	}
+	waitGauge(t, rg, "idalloc_http_idle_connections", 1)
+	// A connection in a request (its handler waits for the body) is
+	// kept: a third is refused.
+	busy, busyR := dial()
+	if _, err := nextR.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("idle connection at the cap: read %v, want EOF (closed for the new client)", err)
+	}
+	if _, err := io.WriteString(busy, "POST /tags HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer s3cret-admin-token\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := busyR.ReadString('\n'); err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("POST with Expect: 100-continue: %q %v, want 100 Continue (its handler reads the body)", line, err)
+	}
+	if _, err := busyR.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
 	_, overR := dial()
@@ -180,7 +208,7 @@ func TestServeCapsConnections(t *testing.T) {
 		t.Fatalf("connection over the cap: %v, want a 503", err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	want := `{"resp_code":3,"msg":"too many connections: max_conns are open and none is idle; retry shortly, on another instance if you have one","kind":"unavailable"}`
+	want := `{"resp_code":3,"msg":"too many connections: max_conns are open, each in a request; retry shortly, on another instance if you have one","kind":"unavailable"}`
 	if resp.StatusCode != 503 || string(body) != want || resp.Header.Get("Retry-After") != "1" ||
 		resp.Header.Get("Content-Type") != "application/json" || !resp.Close {
 		t.Errorf("connection over the cap: %d %v %s, want 503 with Retry-After: 1, Connection: close and %s", resp.StatusCode, resp.Header, body, want)
@@ -189,11 +217,11 @@ func TestServeCapsConnections(t *testing.T) {
 		t.Errorf("connection over the cap after its answer: read %v, want EOF", err)
 	}
 	// The busy connection is kept: its request completes and is answered.
-	if _, err := io.WriteString(busy, "Host: localhost\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(busy, "{}"); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 200 {
-		t.Errorf("connection busy at the cap: %v %v, want 200 (kept)", resp, err)
+	if resp, err := http.ReadResponse(busyR, nil); err != nil || resp.StatusCode != 400 {
+		t.Errorf("connection busy at the cap: %v %v, want its answer, 400 (kept)", resp, err)
 	}
 }
 
