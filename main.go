@@ -43,7 +43,7 @@ func main() {
 func migrateMain(args []string) error { return cmd.Migrate(args, os.Stdout, os.Stderr) }
 
 func advanceMain(args []string) error {
-	return cmd.Advance(args, os.Stdout, os.Stderr, os.Getenv, advanceLeases)
+	return cmd.Advance(args, os.Stdout, os.Stderr, os.Environ(), advanceLeases)
 }
 
 func run(args []string) error {
@@ -58,7 +58,7 @@ func run(args []string) error {
 		fmt.Println(readBuildStamp())
 		return nil
 	}
-	cfg, err := config.Load(flags.ConfigPath, flags.ConfigRequired, os.Getenv)
+	cfg, err := config.Load(flags.ConfigPath, flags.ConfigRequired, os.Environ())
 	if err != nil {
 		return err
 	}

@@ -37,12 +37,20 @@ const notWaiting = "idalloc does not wait for the database at start: start it fi
 // startStore opens the configured store once, logging what -init-schema
 // changed. The error names the database's host and name (the store's
 // errors never carry the password) and says what to do (see
-// store.OpenError): for refused credentials, fix the dsn (named by where
-// it came from); for missing or outdated tables, the statement or flag
-// that fixes them (the store says it); for a database that does not
-// answer, that it was not retried. Only the last is one a restart may
-// cure.
+// store.OpenError): for a malformed dsn, its form; for refused
+// credentials, fix the dsn (named by where it came from); for a database
+// that does not exist, the statement that creates it; for missing or
+// outdated tables, the statement or flag that fixes them (the store says
+// it); for a database that does not answer, that it was not retried. Only
+// the last is one a restart may cure (store.NeedsOperator). A SQLite file
+// another process holds open refuses the start, before this one opens it
+// (store.CheckSQLiteFree).
 func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (dataStore, error) {
+	if cfg.Driver == "sqlite" {
+		if err := store.CheckSQLiteFree(cfg.DSN); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Origin("dsn"), err)
+		}
+	}
 	changed := false
 	st, err := store.Open(ctx, cfg.Driver, cfg.DSN, store.Options{InitSchema: initSchema, Report: func(change string) {
 		changed = true
@@ -54,8 +62,7 @@ func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *
 			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
 		}
 		return st, nil
-	case cfg.Driver != "sqlite" && ctx.Err() == nil && !errors.Is(err, store.ErrAccessDenied) &&
-		!errors.Is(err, store.ErrOutdatedSchema) && !errors.Is(err, store.ErrMissingTables):
+	case cfg.Driver != "sqlite" && ctx.Err() == nil && !store.NeedsOperator(err):
 		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
 	}
 	return nil, store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)

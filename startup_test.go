@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,8 +75,8 @@ func TestTakenPortNamesTheKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, o := range config.EnvOverrides {
-				t.Setenv(o.Name, c.env[o.Name])
+			for _, v := range config.EnvVars() {
+				t.Setenv(v.Name, c.env[v.Name])
 			}
 			path := writeConfig(t, c.body)
 			err := run([]string{"-config", path})
@@ -115,7 +118,7 @@ func TestMySQLStartSaysWhatToDo(t *testing.T) {
 			if c.env {
 				env["IDALLOC_DSN"] = c.dsn
 			}
-			s, err := config.Load(path, true, func(k string) string { return env[k] })
+			s, err := config.Load(path, true, environ(env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,4 +184,105 @@ func TestAdminTokenThatIsATagToken(t *testing.T) {
 		_ = p.alloc.Close(t.Context())
 	}
 	closeAll()
+}
+
+// TestStartErrorsPointTheWay: a start the operator must fix names where
+// the dsn was set and the fix, never the password, and is not blamed on a
+// database that is down (a supervisor's restart would only loop): a
+// database that does not exist (MySQL error 1049, PostgreSQL's 3D000)
+// names it and the CREATE DATABASE that makes it; a malformed dsn, or one
+// of another driver's form, the form its driver takes; a SQLite file in a
+// directory that does not exist, that the dsn is its path.
+func TestStartErrorsPointTheWay(t *testing.T) {
+	const pw = "s3cret-pw"
+	missing := "idalloc_no_such_" + strings.ToLower(rand.Text()[:8])
+	cases := []struct {
+		name   string
+		driver string
+		dsn    func(t *testing.T) string
+		want   []string
+	}{
+		{"mysql: no such database", "mysql", func(t *testing.T) string {
+			_, cfg, _ := storetest.EmptyMySQL(t)
+			cfg = cfg.Clone()
+			cfg.DBName = missing
+			return cfg.FormatDSN()
+		}, []string{"/" + missing + ": the database does not exist: create it (CREATE DATABASE `" + missing + "`)", "-init-schema"}},
+		{"postgres: no such database", "postgres", func(t *testing.T) string {
+			return postgresDatabase(t, missing)
+		}, []string{"/" + missing + `: the database does not exist: create it (CREATE DATABASE "` + missing + `")`, "-init-schema"}},
+		{"mysql: unclosed address", "mysql", constant("idalloc:" + pw + "@tcp(127.0.0.1:3306/ids"),
+			[]string{"malformed dsn for mysql (invalid DSN: network address not terminated", "the form is user:pass@tcp(host:3306)/dbname"}},
+		{"mysql: no tcp()", "mysql", constant("idalloc:" + pw + "@127.0.0.1:3306/ids"),
+			[]string{"malformed dsn for mysql", "the form is user:pass@tcp(host:3306)/dbname"}},
+		{"mysql: no database", "mysql", constant("idalloc:" + pw + "@tcp(127.0.0.1:3306)/"),
+			[]string{"malformed dsn for mysql (it names no database)", "the form is user:pass@tcp(host:3306)/dbname"}},
+		{"mysql: a postgres URL", "mysql", constant("postgres://idalloc:" + pw + "@127.0.0.1:5432/ids"),
+			[]string{"malformed dsn for mysql (it has the form of a postgres dsn; set the driver to postgres"}},
+		{"postgres: a bad port", "postgres", constant("postgres://idalloc:" + pw + "@127.0.0.1:54x32/ids"),
+			[]string{"malformed dsn for postgres (invalid port)", "the form is postgres://user:pass@host:5432/dbname"}},
+		{"postgres: bad key=value", "postgres", constant("host=127.0.0.1 port=abc password=" + pw),
+			[]string{"malformed dsn for postgres", "the form is postgres://"}},
+		{"postgres: a mysql dsn", "postgres", constant("idalloc:" + pw + "@tcp(127.0.0.1:3306)/ids"),
+			[]string{"malformed dsn for postgres (it has the form of a mysql dsn; set the driver to mysql"}},
+		{"sqlite: a mysql dsn", "sqlite", constant("idalloc:" + pw + "@tcp(127.0.0.1:3306)/ids"),
+			[]string{"malformed dsn for sqlite (it has the form of a mysql dsn; set the driver to mysql", "the form is a file's path"}},
+		{"sqlite: no such directory", "sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "none", "idalloc.db") },
+			[]string{"unable to open database file", "the dsn is the file's path: its directory must exist"}},
+	}
+	for _, c := range cases {
+		for _, from := range []string{"env", "file"} {
+			t.Run(c.name+", "+from, func(t *testing.T) {
+				dsn := c.dsn(t)
+				body, env := fmt.Sprintf(`{"driver": %q, "dsn": %q}`, c.driver, dsn), noEnv
+				prefix := `key "dsn": `
+				if from == "env" {
+					body, env = fmt.Sprintf(`{"driver": %q}`, c.driver), []string{"IDALLOC_DSN=" + dsn}
+					prefix = `IDALLOC_DSN (key "dsn"): `
+				}
+				s, err := config.Load(writeConfig(t, body), true, env)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := startStore(t.Context(), s, false, slog.New(slog.DiscardHandler))
+				if err == nil {
+					st.Close()
+					t.Fatal("startStore: got no error")
+				}
+				msg := err.Error()
+				t.Logf("%s", msg)
+				for _, w := range append([]string{prefix}, c.want...) {
+					if !strings.Contains(msg, w) {
+						t.Errorf("error %q does not say %q", msg, w)
+					}
+				}
+				for _, never := range []string{pw, "supervisor", "does not wait", "\n"} {
+					if strings.Contains(msg, never) {
+						t.Errorf("error %q says %q", msg, never)
+					}
+				}
+			})
+		}
+	}
+}
+
+// constant is a dsn that needs no server.
+func constant(dsn string) func(*testing.T) string { return func(*testing.T) string { return dsn } }
+
+// postgresDatabase is the test PostgreSQL server's DSN naming database
+// name; it skips t without one.
+func postgresDatabase(t *testing.T, name string) string {
+	dsn := os.Getenv(storetest.PostgresDSNEnv)
+	if dsn == "" {
+		t.Skip(storetest.PostgresDSNEnv + " not set: skipping PostgreSQL")
+	}
+	if !strings.Contains(dsn, "://") {
+		return dsn + " dbname=" + name
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
 }

@@ -86,7 +86,16 @@ func writeConfig(tb testing.TB, body string) string {
 }
 
 // noEnv is an environment with no IDALLOC_* variable set.
-func noEnv(string) string { return "" }
+var noEnv []string
+
+// environ is m in os.Environ's form.
+func environ(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
 
 // downUntil is a layout record that fails as an unreachable store until
 // back is set, counting the attempts.

@@ -31,8 +31,7 @@ type Config struct {
 	AdminToken string `json:"admin_token"`
 	// AllocAuth makes every ID call, on every front end, need a per-tag
 	// access token allowed for its tag (API.md §12); false (the default)
-	// serves them to anyone. There is no environment override: the
-	// IDALLOC_* variables set text keys only.
+	// serves them to anyone.
 	AllocAuth bool `json:"alloc_auth"`
 	MaxBatch  int  `json:"max_batch"`
 	// MaxRange is the largest count of /alloc?as=ranges (API.md §12).
@@ -244,29 +243,13 @@ func Default() Config {
 	}
 }
 
-// EnvOverrides are the IDALLOC_* environment variables, each replacing one
-// key of config.json when set and not empty. Load applies them and
-// the usage (help.go) lists them, both from this table, so the two cannot
-// drift apart.
-var EnvOverrides = []struct {
-	Name, Key string
-	field     func(*Config) *string
-}{
-	{"IDALLOC_HTTP_ADDR", "http_addr", func(c *Config) *string { return &c.HTTPAddr }},
-	{"IDALLOC_RESP_ADDR", "resp_addr", func(c *Config) *string { return &c.RespAddr }},
-	{"IDALLOC_RESP_COMMAND_TIMEOUT", "resp_command_timeout", func(c *Config) *string { return &c.RespCommandTimeout }},
-	{"IDALLOC_DRIVER", "driver", func(c *Config) *string { return &c.Driver }},
-	{"IDALLOC_DSN", "dsn", func(c *Config) *string { return &c.DSN }},
-	{"IDALLOC_ADMIN_TOKEN", "admin_token", func(c *Config) *string { return &c.AdminToken }},
-	{"IDALLOC_LEASE_DRIVER", "lease.driver", func(c *Config) *string { return &c.Lease.Driver }},
-	{"IDALLOC_LEASE_DSN", "lease.dsn", func(c *Config) *string { return &c.Lease.DSN }},
-}
-
 // Load reads path over the defaults (a missing file is an error only
 // when required, that is when -config named it), applies the IDALLOC_*
-// environment overrides and validates. Every error names the key at fault
-// and where its value came from: the environment variable, or the file.
-func Load(path string, required bool, getenv func(string) string) (Settings, error) {
+// variables of environ (os.Environ's form; env.go) and validates. Every
+// error names the key at fault and where its value came from: the
+// environment variable, or the file; an IDALLOC_* variable that names no
+// key is an error too, naming it and the nearest that does.
+func Load(path string, required bool, environ []string) (Settings, error) {
 	c := Default()
 	src := sources{path: path, env: map[string]string{}}
 	data, err := os.ReadFile(path)
@@ -280,11 +263,8 @@ func Load(path string, required bool, getenv func(string) string) (Settings, err
 	case !errors.Is(err, os.ErrNotExist):
 		return Settings{}, fmt.Errorf("config: %w", err)
 	}
-	for _, o := range EnvOverrides {
-		if v := getenv(o.Name); v != "" {
-			*o.field(&c) = v
-			src.env[o.Key] = o.Name
-		}
+	if err := applyEnv(&c, environ, &src); err != nil {
+		return Settings{}, err
 	}
 	s, err := c.Validate()
 	if err != nil {

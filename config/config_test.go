@@ -17,7 +17,17 @@ func writeConfig(tb testing.TB, body string) string {
 	return p
 }
 
-func noEnv(string) string { return "" }
+// noEnv is an environment with no IDALLOC_* variable set.
+var noEnv []string
+
+// environ is m in os.Environ's form.
+func environ(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
 
 func TestShippedConfigIsTheDefault(t *testing.T) {
 	got, err := Load("../config.json", true, noEnv)
@@ -175,7 +185,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"IDALLOC_LEASE_DRIVER": "etcd", "IDALLOC_LEASE_DSN": "http://127.0.0.1:2379",
 		"IDALLOC_RESP_COMMAND_TIMEOUT": "10s",
 	}
-	got, err := Load(writeConfig(t, `{"shutdown_drain":"1s"}`), true, func(k string) string { return env[k] })
+	got, err := Load(writeConfig(t, `{"shutdown_drain":"1s"}`), true, environ(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +282,7 @@ func TestConfigErrorsNameTheSource(t *testing.T) {
 			if c.body != "-" {
 				path = writeConfig(t, c.body)
 			}
-			_, err := Load(path, true, func(k string) string { return c.env[k] })
+			_, err := Load(path, true, environ(c.env))
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("got %v, want no error", err)

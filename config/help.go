@@ -11,7 +11,7 @@ import (
 
 // serveUsage heads `idalloc -help`: the commands, then the flags and the
 // environment variables, which ServeFlags prints from their definitions
-// (fs.PrintDefaults, EnvOverrides) so that the help cannot fall behind
+// (fs.PrintDefaults, EnvVars) so that the help cannot fall behind
 // them.
 const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-version]
        idalloc migrate -to-dsn DSN [flags]
@@ -86,10 +86,11 @@ func ParseServe(args []string, stdout, stderr io.Writer) (ServeFlags, error) {
 
 // printEnvironment lists the IDALLOC_* variables and the key each replaces.
 func printEnvironment(out io.Writer) {
-	fmt.Fprint(out, "\nEnvironment (each, when set and not empty, replaces a key of the config file):\n")
+	fmt.Fprintf(out, "\nEnvironment (each, when set and not empty, replaces a key of the config file; any\n"+
+		"other %s* variable stops the start, except %s*, which are the tests'):\n", envPrefix, TestEnvPrefix)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	for _, o := range EnvOverrides {
-		fmt.Fprintf(tw, "  %s\t%s\n", o.Name, o.Key)
+	for _, e := range envVars {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Name, e.Key, e.Kind())
 	}
 	tw.Flush()
 	fmt.Fprint(out, "\nGOGC, when set, replaces idalloc's own pace of 400 (a small heap) to 100 (from 12 MB live).\n")

@@ -17,9 +17,9 @@ import (
 
 // datedRun is how long TestDatedMinutesTwoInstances loads its minute tag:
 // 150 s crosses at least two minute boundaries, three as a rule. Set
-// IDALLOC_E2E_DATED_SECONDS to shorten it by hand.
+// IDALLOC_TEST_DATED_SECONDS to shorten it by hand.
 func datedRun() time.Duration {
-	if s, err := strconv.Atoi(os.Getenv("IDALLOC_E2E_DATED_SECONDS")); err == nil && s > 0 {
+	if s, err := strconv.Atoi(os.Getenv("IDALLOC_TEST_DATED_SECONDS")); err == nil && s > 0 {
 		return time.Duration(s) * time.Second
 	}
 	return 150 * time.Second

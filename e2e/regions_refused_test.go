@@ -114,6 +114,70 @@ func TestRegionsRefuseWhatCannotBeSplit(t *testing.T) {
 	}
 }
 
+// TestRegionsRefusedAfterIssue: a single-region database that issued IDs
+// 1-50 of a tag, restarted with region.count 2, is refused (non-zero
+// exit, standard error naming the tag and idalloc migrate) and records no
+// region; its single-region instance starts again as before. A database
+// whose tags were created and never used becomes region 0 of 2 in place.
+// The way the refusal names, idalloc migrate with -region-count and
+// -region-id into a new database, gives a region 1 of 2 that starts and
+// issues above 50, odd numbers only.
+func TestRegionsRefusedAfterIssue(t *testing.T) {
+	env := setup(t)
+	dsn := env.db.newDatabase(t)
+	single := startInstance(t, env, "single", dsn, config(nil), true)
+	single.createTag(t, "r_issued", 100)
+	if ids := takeIDs(t, single.ctl, "r_issued", 50); ids[0] != 1 || ids[49] != 50 {
+		t.Fatalf("a single region issued %d … %d, want 1 … 50", ids[0], ids[49])
+	}
+	if _, err := single.stopGracefully(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	in := newInstance(t, env, "region0", dsn, regionConfig(2, 0, nil))
+	code, stderr := in.refusedStart(t)
+	t.Logf("region 0 of 2 on it: exit status %d: %s", code, strings.TrimSpace(stderr))
+	if code == 0 {
+		t.Errorf("exit status 0, want non-zero")
+	}
+	for _, w := range []string{`this database issued IDs as a single region (tag "r_issued" among them) and records no region`,
+		"cannot become region 0 of 2 in place", "idalloc migrate", "-region-count 2 -region-id <its id>"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("standard error %q does not say %q", stderr, w)
+		}
+	}
+	if err := single.start(false); err != nil {
+		t.Fatalf("the single region after the refusal: %v", err)
+	}
+	if ids := takeIDs(t, single.ctl, "r_issued", 1); ids[0] <= 50 {
+		t.Errorf("the single region issued %d after the refusal, want above 50", ids[0])
+	}
+	if _, err := single.stopGracefully(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	unused := env.db.newDatabase(t)
+	fresh := startInstance(t, env, "fresh", unused, config(nil), true)
+	fresh.createTag(t, "r_unused", 100)
+	if _, err := fresh.stopGracefully(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	startInstance(t, env, "fresh-region0", unused, regionConfig(2, 0, nil), false)
+
+	copied := env.db.newDatabase(t)
+	cmd := exec.CommandContext(t.Context(), env.bin, "migrate", "-from-driver", "mysql", "-from-dsn", dsn,
+		"-to-driver", "mysql", "-to-dsn", copied, "-init-schema", "-region-count", "2", "-region-id", "1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("idalloc migrate into region 1 of 2: %v\n%s", err, out)
+	}
+	r1 := startInstance(t, env, "region1", copied, regionConfig(2, 1, nil), false)
+	for _, id := range takeIDs(t, r1.ctl, "r_issued", 10) {
+		if id <= 51 || id%2 != 1 {
+			t.Errorf("region 1 of 2 on the copy issued %d, want odd and above everything issued", id)
+		}
+	}
+}
+
 // refusedStart runs an incarnation that must refuse to start and returns
 // its exit status and standard error; it fails t if the process is still
 // running after refusedWithin (and kills it, by PID).

@@ -27,7 +27,7 @@
 #   PERF_BENCHTIME=1s    go test -benchtime for the in-process benchmarks
 #   PERF_SMALL_STEP=100  the small step compared with 1,000,000 (its instance
 #                        runs with segment.max_step equal to it)
-#   IDALLOC_PERF_DSN=... measure on MySQL (go-sql-driver DSN; the schema is
+#   IDALLOC_TEST_PERF_DSN=... measure on MySQL (go-sql-driver DSN; the schema is
 #                        applied if missing, tags named perf_*_<run id> stay
 #                        behind) instead of a temporary SQLite file
 #   PERF_KEEP=1          keep the temporary directory (logs, JSON reports)
@@ -115,9 +115,9 @@ command -v timeout >/dev/null && life=(timeout "$LIFETIME")
 
 # ---------------------------------------------------------------- servers
 runid=$(date +%s)
-if [[ -n ${IDALLOC_PERF_DSN:-} ]]; then
+if [[ -n ${IDALLOC_TEST_PERF_DSN:-} ]]; then
 	driver=mysql
-	store_desc="MySQL (IDALLOC_PERF_DSN)"
+	store_desc="MySQL (IDALLOC_TEST_PERF_DSN)"
 	fetch_note="The fetch is a round trip to MySQL, whose server shares this machine's cores."
 	extra=(-init-schema)
 else
@@ -179,7 +179,7 @@ start_idalloc() { # name config [binary [flag...]] -> sets ${name}_addr and ${na
 	local name=$1 cfg=$2 bin=${3:-$tmp/idalloc} pid addr spid
 	shift $(($# < 3 ? $# : 3))
 	if [[ $driver == mysql ]]; then
-		IDALLOC_DRIVER=mysql IDALLOC_DSN=$IDALLOC_PERF_DSN \
+		IDALLOC_DRIVER=mysql IDALLOC_DSN=$IDALLOC_TEST_PERF_DSN \
 			"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" "${extra[@]}" 2>"$tmp/$name.log" &
 	else
 		"${srv_pin[@]}" "${life[@]}" "$bin" -config "$cfg" "$@" 2>"$tmp/$name.log" &

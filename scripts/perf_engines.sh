@@ -16,11 +16,11 @@
 # adaptive step's growth, so test_business keeps its row's step, 100,000.
 #
 # Environment (optional):
-#   IDALLOC_PERF_DSN     the MariaDB/MySQL database (go-sql-driver DSN), as
+#   IDALLOC_TEST_PERF_DSN     the MariaDB/MySQL database (go-sql-driver DSN), as
 #                        perf.sh's; else a private database made on
 #                        127.0.0.1:3306 as root (the mariadb client), dropped
 #                        at the end
-#   IDALLOC_PERF_PG_DSN  the PostgreSQL database (as pgx takes it); else a
+#   IDALLOC_TEST_PERF_PG_DSN  the PostgreSQL database (as pgx takes it); else a
 #                        private database made on 127.0.0.1:5432 as user
 #                        postgres (psql), dropped at the end
 #   PERF_STEP1_CONNS=8   connections of the step-1 rows: each request waits
@@ -49,12 +49,12 @@ eng_sql_pg() { psql -w -X -q -h 127.0.0.1 -p 5432 -U postgres -d postgres -Atc "
 engines_dbs() {
 	local name="idalloc_perf_${runid}_$$"
 	eng_my_client=$(command -v mariadb || command -v mysql || true)
-	if [[ -n ${IDALLOC_PERF_DSN:-} ]]; then
-		eng_dsn_mariadb=$IDALLOC_PERF_DSN
-		eng_desc_mariadb="the database of IDALLOC_PERF_DSN (its server's settings not read)"
+	if [[ -n ${IDALLOC_TEST_PERF_DSN:-} ]]; then
+		eng_dsn_mariadb=$IDALLOC_TEST_PERF_DSN
+		eng_desc_mariadb="the database of IDALLOC_TEST_PERF_DSN (its server's settings not read)"
 	else
 		if [[ -z $eng_my_client ]] || ! eng_sql_my 'SELECT 1' >/dev/null 2>&1; then
-			die "PERF_ENGINES=1: no MariaDB answers as root on 127.0.0.1:3306 (start one as .ci/run does, or set IDALLOC_PERF_DSN)"
+			die "PERF_ENGINES=1: no MariaDB answers as root on 127.0.0.1:3306 (start one as .ci/run does, or set IDALLOC_TEST_PERF_DSN)"
 		fi
 		eng_sql_my "CREATE DATABASE $name" || die "cannot create database $name on 127.0.0.1:3306"
 		eng_made_my=$name
@@ -62,13 +62,13 @@ engines_dbs() {
 		eng_desc_mariadb="$(eng_sql_my 'SELECT CONCAT(VERSION(), ", innodb_flush_log_at_trx_commit ",
 			@@innodb_flush_log_at_trx_commit, ", log_bin ", @@log_bin, ", sync_binlog ", @@sync_binlog)'), a private database on 127.0.0.1:3306"
 	fi
-	command -v psql >/dev/null || [[ -n ${IDALLOC_PERF_PG_DSN:-} ]] || die "PERF_ENGINES=1 needs psql, or IDALLOC_PERF_PG_DSN"
-	if [[ -n ${IDALLOC_PERF_PG_DSN:-} ]]; then
-		eng_dsn_postgres=$IDALLOC_PERF_PG_DSN
-		eng_desc_postgres="the database of IDALLOC_PERF_PG_DSN"
+	command -v psql >/dev/null || [[ -n ${IDALLOC_TEST_PERF_PG_DSN:-} ]] || die "PERF_ENGINES=1 needs psql, or IDALLOC_TEST_PERF_PG_DSN"
+	if [[ -n ${IDALLOC_TEST_PERF_PG_DSN:-} ]]; then
+		eng_dsn_postgres=$IDALLOC_TEST_PERF_PG_DSN
+		eng_desc_postgres="the database of IDALLOC_TEST_PERF_PG_DSN"
 	else
 		eng_sql_pg 'SELECT 1' >/dev/null 2>&1 ||
-			die "PERF_ENGINES=1: no PostgreSQL answers as postgres on 127.0.0.1:5432 (start one as .ci/run does, or set IDALLOC_PERF_PG_DSN)"
+			die "PERF_ENGINES=1: no PostgreSQL answers as postgres on 127.0.0.1:5432 (start one as .ci/run does, or set IDALLOC_TEST_PERF_PG_DSN)"
 		eng_sql_pg "CREATE DATABASE $name" || die "cannot create database $name on 127.0.0.1:5432"
 		eng_made_pg=$name
 		eng_dsn_postgres="postgres://postgres@127.0.0.1:5432/$name?sslmode=disable"
@@ -101,7 +101,7 @@ engines_start() {
 }
 EOF
 		# driver=engine: not perf.sh's mysql, whose branch would put
-		# IDALLOC_PERF_DSN over the config's store.
+		# IDALLOC_TEST_PERF_DSN over the config's store.
 		if [[ $e == sqlite ]]; then
 			driver=engine start_idalloc "eng_$e" "$cfg"
 		else

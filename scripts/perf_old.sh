@@ -26,7 +26,7 @@ OLD=${PERF_OLD:-}
 # old_build: the old binary, into tmp.
 old_build() {
 	[[ -n $OLD ]] || return 0
-	[[ -z ${IDALLOC_PERF_DSN:-} ]] || die "PERF_OLD measures on SQLite only: unset IDALLOC_PERF_DSN"
+	[[ -z ${IDALLOC_TEST_PERF_DSN:-} ]] || die "PERF_OLD measures on SQLite only: unset IDALLOC_TEST_PERF_DSN"
 	old_rev=$(git rev-parse --verify --quiet "$OLD^{commit}") || die "PERF_OLD=$OLD is not a revision of this repository"
 	old_label=$(git rev-parse --short "$old_rev")
 	say "building idalloc $old_label (PERF_OLD)"

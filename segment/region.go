@@ -132,6 +132,15 @@ func (r Region) delta(step int64) int64 {
 // issue numbers of its residue that the region's own database issues too.
 var ErrRegionMismatch = errors.New("the region configured differs from the one the database records")
 
+// ErrIssuedAsSingle: a database that records no region, and whose tags
+// have issued IDs, is asked to serve one region of several. Its max_id
+// has counted every number, the other regions' residues among them, and
+// the other regions' databases do not know it: a new one would issue
+// those numbers again. The way there is a copy of it in each region's
+// database (idalloc migrate -region-count -region-id), each then above
+// everything it issued.
+var ErrIssuedAsSingle = errors.New("this database issued IDs as a single region")
+
 // RegionStore is what a store provides to record the region it serves:
 // one record per database, written once by the first instance of a
 // region (compare-and-set: an insert that only one caller wins) and never
@@ -146,6 +155,11 @@ type RegionStore interface {
 	// after it: r, or the one that was there. Errors are faults (a store
 	// without the record's table names its fix).
 	RecordRegion(ctx context.Context, r Region) (Region, error)
+	// IssuedTag returns a tag whose IDs the store has issued: its
+	// high-water mark above its start − 1, or, for a dated tag, a period
+	// counter above it; false when no tag has issued any (a new database,
+	// or one whose tags were created and not yet used). Errors are faults.
+	IssuedTag(ctx context.Context) (string, bool, error)
 }
 
 // CheckRegion holds the instance configured as want to the region its
@@ -153,7 +167,9 @@ type RegionStore interface {
 // single-region instance stay as they are (nothing is recorded, so a
 // deployment without regions never meets the record); a store without a
 // record and an instance of several regions records want, the first such
-// instance's winning; a record that differs from want, count or ID, or a
+// instance's winning, unless a tag of the store has issued IDs, which is
+// refused with ErrIssuedAsSingle naming the tag and the way to regions,
+// nothing recorded; a record that differs from want, count or ID, or a
 // record of several regions and a single-region instance, is refused with
 // ErrRegionMismatch in one line naming both. Other errors are the
 // store's faults.
@@ -169,11 +185,29 @@ func CheckRegion(ctx context.Context, st RegionStore, want Region) error {
 	case !ok && want.Single():
 		return nil
 	case !ok:
+		tag, issued, err := st.IssuedTag(ctx)
+		if err != nil {
+			return fmt.Errorf("read the database's tags: %w", err)
+		}
+		if issued {
+			return issuedAsSingle(tag, want)
+		}
 		if have, err = st.RecordRegion(ctx, want); err != nil {
 			return fmt.Errorf("record the database's region: %w", err)
 		}
 	}
 	return sameRegion(have, want)
+}
+
+// issuedAsSingle refuses want, an instance of several regions, on a
+// database without a record whose tag has issued IDs: one line naming the
+// tag and the way to regions.
+func issuedAsSingle(tag string, want Region) error {
+	return fmt.Errorf("%w (tag %q among them) and records no region, so it cannot become %s in place: "+
+		"another region's database would issue the same numbers again. Stop its instances and copy it into "+
+		"each region's database with idalloc migrate -to-dsn <that database> -region-count %d -region-id <its id>, "+
+		"then point dsn at this region's copy (README: From one database to regions); or configure no region",
+		ErrIssuedAsSingle, tag, want, want.count())
 }
 
 // sameRegion refuses want, the instance's region, unless it is have, the

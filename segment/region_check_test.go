@@ -45,11 +45,17 @@ func TestRegionCheck(t *testing.T) {
 }
 
 // regionRecord is a segment.RegionStore in memory; race, when set, is
-// recorded by "another instance" just before RecordRegion's insert.
+// recorded by "another instance" just before RecordRegion's insert;
+// issued, when set, is a tag that has issued IDs.
 type regionRecord struct {
 	have     *segment.Region
 	race     *segment.Region
+	issued   string
 	recorded int // RecordRegion calls
+}
+
+func (s *regionRecord) IssuedTag(context.Context) (string, bool, error) {
+	return s.issued, s.issued != "", nil
 }
 
 func (s *regionRecord) RegionRecord(context.Context) (segment.Region, bool, error) {
@@ -76,8 +82,10 @@ func TestCheckRegion(t *testing.T) {
 	cases := []struct {
 		name       string
 		have, race *segment.Region
+		issued     string
 		want       segment.Region
 		refused    []string // words of the refusal; nil when allowed
+		sentinel   error    // of the refusal: ErrRegionMismatch unless set
 		record     *segment.Region
 	}{
 		{name: "no record, one region: nothing recorded", want: segment.Region{}},
@@ -91,17 +99,26 @@ func TestCheckRegion(t *testing.T) {
 			refused: []string{"this database is region 1 of 2", "configured as a single region"}},
 		{name: "another instance recorded first", race: &r20, want: r21, record: &r20,
 			refused: []string{"this database is region 0 of 2", "configured as region 1 of 2"}},
+		{name: "no record, issued IDs, one region: as before", issued: "order", want: segment.Region{}},
+		{name: "no record, issued IDs, several: refused, nothing recorded", issued: "order", want: r21,
+			sentinel: segment.ErrIssuedAsSingle, refused: []string{`(tag "order" among them) and records no region`,
+				"cannot become region 1 of 2 in place", "idalloc migrate", "-region-count 2 -region-id <its id>"}},
+		{name: "recorded, issued IDs: served", have: &r21, issued: "order", want: r21, record: &r21},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := &regionRecord{have: c.have, race: c.race}
+			st := &regionRecord{have: c.have, race: c.race, issued: c.issued}
 			err := segment.CheckRegion(context.Background(), st, c.want)
 			if c.refused == nil && err != nil {
 				t.Fatalf("CheckRegion = %v, want nil", err)
 			}
 			if c.refused != nil {
-				if !errors.Is(err, segment.ErrRegionMismatch) || strings.Contains(err.Error(), "\n") {
-					t.Fatalf("CheckRegion = %v, want one line of ErrRegionMismatch", err)
+				sentinel := segment.ErrRegionMismatch
+				if c.sentinel != nil {
+					sentinel = c.sentinel
+				}
+				if !errors.Is(err, sentinel) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("CheckRegion = %v, want one line of %v", err, sentinel)
 				}
 				for _, w := range c.refused {
 					if !strings.Contains(err.Error(), w) {

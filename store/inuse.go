@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -40,6 +41,33 @@ func SQLiteHolder(path string) (held bool, pid int, err error) {
 		return false, 0, fmt.Errorf("check who holds %s: %w", path, err)
 	}
 	return held, pid, nil
+}
+
+// ErrSQLiteInUse is CheckSQLiteFree's refusal of a SQLite file another
+// process holds open.
+var ErrSQLiteInUse = errors.New("the sqlite file is in use")
+
+// CheckSQLiteFree refuses the SQLite file at path with ErrSQLiteInUse,
+// naming the process, when another process holds it open (SQLiteHolder):
+// one file serves one idalloc instance. A file that cannot be asked about
+// (missing, unreadable: the open that follows says why) is not refused,
+// nor one only this process holds (a test's own handle). The holder's
+// locks end with it, however it ends, so a killed instance blocks no
+// start after it; where the system has no fcntl locks (Windows), nothing
+// is refused. Call it before this process opens path, as SQLiteHolder
+// says; two instances starting within the same moment may both pass.
+func CheckSQLiteFree(path string) error {
+	held, pid, err := SQLiteHolder(path)
+	if err != nil || !held || pid == os.Getpid() {
+		return nil
+	}
+	by := "another process"
+	if pid > 0 {
+		by = fmt.Sprintf("process %d", pid)
+	}
+	return fmt.Errorf("%w: %s holds %s open (an idalloc instance serving it, or a program reading it); "+
+		"one SQLite file serves one instance: stop that one, give this one a file of its own, "+
+		"or run several on a MySQL or PostgreSQL database", ErrSQLiteInUse, by, path)
 }
 
 // LiveLease is a worker lease that has not expired by the database's

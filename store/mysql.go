@@ -26,6 +26,7 @@ var schemaMySQL string
 // MySQL error numbers (mysqld_error.h).
 const (
 	erAccessDenied    = 1045
+	erBadDB           = 1049 // unknown database
 	erDupEntry        = 1062
 	erLockWaitTimeout = 1205
 	erDeadlock        = 1213 // also Galera's certification failure
@@ -177,8 +178,11 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 	}
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
-		if mysqlErrorIs(err, erAccessDenied) {
+		switch {
+		case mysqlErrorIs(err, erAccessDenied):
 			err = fmt.Errorf("%w for %s@%s: %w", ErrAccessDenied, cfg.User, cfg.Addr, err)
+		case mysqlErrorIs(err, erBadDB):
+			err = unknownDatabase("`" + strings.ReplaceAll(cfg.DBName, "`", "``") + "`")
 		}
 		return nil, fmt.Errorf("open mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
@@ -231,7 +235,10 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		// The driver's parse errors never quote the DSN, so no password leaks.
-		return nil, fmt.Errorf("parse mysql dsn: %w", err)
+		return nil, dsnError("mysql", err.Error())
+	}
+	if cfg.DBName == "" {
+		return nil, dsnError("mysql", "it names no database")
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC

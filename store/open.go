@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/segment"
@@ -54,12 +55,60 @@ type Options struct {
 	Report func(change string)
 }
 
+// ErrInvalidDSN is the error of a dsn its driver cannot read, or one of
+// another driver's form: the error names the driver and the form its dsn
+// takes (dsnForms), never the dsn itself, which may hold a password.
+var ErrInvalidDSN = errors.New("malformed dsn")
+
+// ErrUnknownDatabase is OpenMySQL's and OpenPostgres's error when the
+// server has no database of the dsn's name (MySQL error 1049, PostgreSQL's
+// SQLSTATE 3D000): the error names it and the statement that creates it.
+// Not a fault a restart cures.
+var ErrUnknownDatabase = errors.New("the database does not exist")
+
+// dsnForms is the form of each driver's dsn, for the errors that refuse one.
+var dsnForms = map[string]string{
+	"mysql":    "user:pass@tcp(host:3306)/dbname",
+	"postgres": "postgres://user:pass@host:5432/dbname?sslmode=disable, or host=... user=... dbname=...",
+	"sqlite":   "a file's path, such as idalloc.db",
+}
+
+// dsnError is ErrInvalidDSN for driver, with why (the driver's own words,
+// which never quote the password) and the form its dsn takes.
+func dsnError(driver, why string) error {
+	return fmt.Errorf("%w for %s (%s); the form is %s", ErrInvalidDSN, driver, why, dsnForms[driver])
+}
+
+// unknownDatabase is ErrUnknownDatabase with the statement that creates
+// the database, whose name quoted is as its server quotes an identifier.
+func unknownDatabase(quoted string) error {
+	return fmt.Errorf("%w: create it (CREATE DATABASE %s), then -init-schema creates idalloc's tables in it; "+
+		"or correct the database's name in the dsn", ErrUnknownDatabase, quoted)
+}
+
+// formOf names the driver whose form dsn has when that is plain from the
+// dsn (mysql's "@tcp(" or "@unix(", a postgres:// URL); "" when it is not.
+func formOf(dsn string) string {
+	lower := strings.ToLower(dsn)
+	switch {
+	case strings.Contains(lower, "@tcp(") || strings.Contains(lower, "@unix("):
+		return "mysql"
+	case strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://"):
+		return "postgres"
+	}
+	return ""
+}
+
 // Open opens the store driver names at dsn: "mysql" (OpenMySQL),
 // "postgres" (OpenPostgres) or "sqlite" (OpenSQLite). It is the one place that maps a config's driver
 // to its store, for the server's start and the tools alike, so a new
-// driver is one more case here. Errors: an unknown driver, or the
-// driver's own open errors.
+// driver is one more case here. Errors: an unknown driver, ErrInvalidDSN
+// for a dsn of another driver's form (a SQLite file would be made of a
+// MySQL DSN, password and all), or the driver's own open errors.
 func Open(ctx context.Context, driver, dsn string, opts Options) (Store, error) {
+	if other := formOf(dsn); other != "" && other != driver && dsnForms[driver] != "" {
+		return nil, dsnError(driver, "it has the form of a "+other+" dsn; set the driver to "+other+", or give a "+driver+" dsn")
+	}
 	// Each case returns a nil Store on error, never a nil *MySQL in one.
 	switch driver {
 	case "mysql":
@@ -85,20 +134,34 @@ func Open(ctx context.Context, driver, dsn string, opts Options) (Store, error) 
 }
 
 // OpenError explains err, from opening driver's store, as the server's
-// start and idalloc advance report it. Refused credentials and a database
-// without idalloc's tables (not yet prepared, or not the one meant) are
-// fixed where the dsn was set, so they name dsnFrom, that place (an
-// environment variable, or a config file and key). MySQL's and
-// PostgreSQL's other errors name the server and database already ("open
-// mysql host/db"); SQLite's get the driver's name.
+// start and idalloc advance report it. Refused credentials, a malformed
+// dsn, a database that does not exist and one without idalloc's tables
+// (not yet prepared, or not the one meant) are fixed where the dsn was
+// set, so they name dsnFrom, that place (an environment variable, or a
+// config file and key), as does any error of SQLite's, whose dsn is the
+// file. MySQL's and PostgreSQL's other errors name the server and
+// database already ("open mysql host/db").
 func OpenError(driver, dsnFrom string, err error) error {
 	switch {
 	case errors.Is(err, ErrAccessDenied):
 		return fmt.Errorf("%s: %w; correct the user or password there", dsnFrom, err)
-	case errors.Is(err, ErrMissingTables):
+	case errors.Is(err, ErrMissingTables) || errors.Is(err, ErrInvalidDSN) || errors.Is(err, ErrUnknownDatabase):
 		return fmt.Errorf("%s: %w", dsnFrom, err)
 	case driver != "sqlite":
 		return err
 	}
-	return fmt.Errorf("open %s store: %w", driver, err)
+	return fmt.Errorf("%s: open %s store: %w", dsnFrom, driver, err)
+}
+
+// NeedsOperator reports whether err, from Open, is one that starting
+// again does not cure: the dsn, the credentials, the database or its
+// tables must be corrected first. Other errors (a server that does not
+// answer) may pass.
+func NeedsOperator(err error) bool {
+	for _, e := range []error{ErrAccessDenied, ErrInvalidDSN, ErrUnknownDatabase, ErrMissingTables, ErrOutdatedSchema} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -36,6 +36,7 @@ const (
 	pgLockNotAvailable     = "55P03" // lock_timeout, as MySQL's 1205
 	pgInvalidPassword      = "28P01"
 	pgInvalidAuthorization = "28000" // no pg_hba.conf entry, or a role that may not log in
+	pgInvalidCatalogName   = "3D000" // no database of that name
 )
 
 // postgresNow is the database's clock. clock_timestamp(), not now(): now()
@@ -155,8 +156,11 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Postg
 	}
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
-		if pgErrorIs(err, pgInvalidPassword) || pgErrorIs(err, pgInvalidAuthorization) {
+		switch {
+		case pgErrorIs(err, pgInvalidPassword) || pgErrorIs(err, pgInvalidAuthorization):
 			err = fmt.Errorf("%w for %s@%s: %w", ErrAccessDenied, cfg.User, postgresAddr(cfg), err)
+		case pgErrorIs(err, pgInvalidCatalogName):
+			err = unknownDatabase(`"` + strings.ReplaceAll(cfg.Database, `"`, `""`) + `"`)
 		}
 		return nil, fmt.Errorf("open postgres %s/%s: %w", postgresAddr(cfg), cfg.Database, err)
 	}
@@ -229,7 +233,7 @@ func (p *Postgres) initSchema(ctx context.Context) (changes []string, err error)
 func postgresConfig(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse postgres dsn: %w", parseErrorWithoutDSN(err))
+		return nil, dsnError("postgres", parseErrorWithoutDSN(err).Error())
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultDialTimeout

@@ -80,6 +80,41 @@ func (d *db) RecordRegion(ctx context.Context, r segment.Region) (segment.Region
 	return have, nil
 }
 
+// IssuedTag returns the first tag, by name, whose IDs the database has
+// issued (segment.RegionStore): a segments row whose max_id is above its
+// start − 1, or whose dated period counter is; a row without a start
+// (made before the column, its first ID unknown) counts from max_id 0. A
+// database without segment_periods has no dated counter to count.
+func (d *db) IssuedTag(ctx context.Context) (string, bool, error) {
+	missing, err := d.missingColumns(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("read the issued tags: %w", err)
+	}
+	before := "COALESCE(s.start, 1) - 1" // the high-water mark of a row that issued nothing
+	if !columnsOf(missing).start {
+		before = "0"
+	}
+	var tags []string
+	err = d.x.SelectContext(ctx, &tags, d.q(`SELECT s.app_tag FROM segments s
+		WHERE s.max_id > `+before+` ORDER BY s.app_tag LIMIT 1`))
+	if err == nil && len(tags) == 0 {
+		err = d.x.SelectContext(ctx, &tags, d.q(`SELECT s.app_tag FROM segment_periods p
+			JOIN segments s ON s.app_tag = p.app_tag WHERE p.max_id > `+before+` ORDER BY s.app_tag LIMIT 1`))
+		if err != nil {
+			if exists, qerr := d.tableExists(ctx, d.x, periodsTable); qerr == nil && !exists {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read the issued tags: %w", err)
+	}
+	if len(tags) == 0 {
+		return "", false, nil
+	}
+	return tags[0], true, nil
+}
+
 // RegionRecord returns the region the source records, false when it
 // records none (no idalloc_region table: a database made before it, or
 // Leaf's or Tinyid's).

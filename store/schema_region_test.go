@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +52,44 @@ func TestDatabaseBeforeRegions(t *testing.T) {
 			}
 			if err := segment.CheckRegion(ctx, st, two); err != nil {
 				t.Errorf("%v after -init-schema: %v", two, err)
+			}
+		})
+	}
+}
+
+// TestIssuedBeforeColumns: on a database from before the start column
+// and segment_periods, whose rows' first IDs nothing records, a row
+// counts as issued from max_id 0 on: the seeded test_business at 0 has
+// issued nothing and the database may become a region; a row at 70 has,
+// and a start of several regions is refused naming it, nothing recorded.
+func TestIssuedBeforeColumns(t *testing.T) {
+	two := segment.Region{Count: 2, ID: 1}
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, c := range []struct {
+				maxID int64
+				want  string
+			}{{0, ""}, {70, "test_business"}} {
+				db := d.NewDB(t)
+				old := "ALTER TABLE segments DROP COLUMN start"
+				if d.Name == "sqlite" { // which adds the column at every open
+					old = "UPDATE segments SET start = NULL"
+				}
+				db.Exec(t, "DROP TABLE segment_periods", old, fmt.Sprintf("UPDATE segments SET max_id = %d", c.maxID))
+				st, _, err := openStore(t, db, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tag, issued, err := st.IssuedTag(t.Context())
+				if err != nil || tag != c.want || issued != (c.want != "") {
+					t.Errorf("max_id %d: IssuedTag = %q, %v, %v; want %q", c.maxID, tag, issued, err, c.want)
+				}
+				switch err = segment.CheckRegion(t.Context(), st, two); {
+				case c.want == "" && err != nil:
+					t.Errorf("max_id %d: CheckRegion(%v) = %v, want nil", c.maxID, two, err)
+				case c.want != "" && !errors.Is(err, segment.ErrIssuedAsSingle):
+					t.Errorf("max_id %d: CheckRegion(%v) = %v, want %v", c.maxID, two, err, segment.ErrIssuedAsSingle)
+				}
 			}
 		})
 	}

@@ -179,6 +179,10 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	})
 	if err != nil {
 		_ = x.Close() // the open error is the one to report
+		if se, ok := errors.AsType[*sqlite.Error](err); ok && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN {
+			return nil, fmt.Errorf("open sqlite %s: %w (the dsn is the file's path: its directory must exist, "+
+				"and idalloc must be allowed to write there)", path, err)
+		}
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	s.complete.Store(true)

@@ -1,6 +1,6 @@
 // Package manytags measures idalloc serving many tags (API.md §13): it
-// holds only a test, skipped unless IDALLOC_MANY_TAGS names the tag counts
-// to measure (IDALLOC_MANY_TAGS=10000,100000), so that CI does not pay for
+// holds only a test, skipped unless IDALLOC_TEST_MANY_TAGS names the tag counts
+// to measure (IDALLOC_TEST_MANY_TAGS=10000,100000), so that CI does not pay for
 // it. For each count and store (the embedded SQLite, and MySQL or MariaDB
 // when IDALLOC_TEST_MYSQL_DSN is set) it runs two idalloc processes built
 // from this module, each on a fresh database of its own: one with the
@@ -8,9 +8,9 @@
 // (CreateTags: a transaction per thousand), and takes one ID of every
 // tag, and as many of the other's one tag, so that both served the same
 // requests. It then samples both processes' resident memory (VmRSS, VmHWM) every
-// second over a minute of idle serving (IDALLOC_MANY_TAGS_IDLE=30s
+// second over a minute of idle serving (IDALLOC_TEST_MANY_TAGS_IDLE=30s
 // shortens it), tag-list reloads included (every segment.tag_refresh,
-// 10s; IDALLOC_MANY_TAGS_REFRESH=2s makes a full reload, every 30th, fall
+// 10s; IDALLOC_TEST_MANY_TAGS_REFRESH=2s makes a full reload, every 30th, fall
 // within the minute), and prints: how long the
 // create took and how long until the running process served the last tag,
 // the peak RSS of each and the difference per tag, the size of /metrics
@@ -20,7 +20,7 @@
 //
 // Run it with
 //
-//	IDALLOC_MANY_TAGS=10000,100000 go test -count=1 -v -timeout 2h ./e2e/manytags/
+//	IDALLOC_TEST_MANY_TAGS=10000,100000 go test -count=1 -v -timeout 2h ./e2e/manytags/
 //
 // What the figures include: every per-tag structure of the process as
 // built, the per-tag series of /metrics and the whole /status answer

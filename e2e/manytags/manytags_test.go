@@ -33,19 +33,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// counts are the tag counts IDALLOC_MANY_TAGS names; the test skips
+// counts are the tag counts IDALLOC_TEST_MANY_TAGS names; the test skips
 // without it.
 func counts(t *testing.T) []int {
 	t.Helper()
-	v := os.Getenv("IDALLOC_MANY_TAGS")
+	v := os.Getenv("IDALLOC_TEST_MANY_TAGS")
 	if v == "" {
-		t.Skip("IDALLOC_MANY_TAGS not set (e.g. 10000,100000): skipping the many-tags measurement")
+		t.Skip("IDALLOC_TEST_MANY_TAGS not set (e.g. 10000,100000): skipping the many-tags measurement")
 	}
 	var ns []int
 	for f := range strings.SplitSeq(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > segment.MaxCreateTags {
-			t.Fatalf("IDALLOC_MANY_TAGS=%q: want tag counts from 1 to %d, comma-separated", v, segment.MaxCreateTags)
+			t.Fatalf("IDALLOC_TEST_MANY_TAGS=%q: want tag counts from 1 to %d, comma-separated", v, segment.MaxCreateTags)
 		}
 		ns = append(ns, n)
 	}
@@ -55,13 +55,13 @@ func counts(t *testing.T) []int {
 // idle is how long the processes idle while their memory is sampled.
 func idle(t *testing.T) time.Duration {
 	t.Helper()
-	v := os.Getenv("IDALLOC_MANY_TAGS_IDLE")
+	v := os.Getenv("IDALLOC_TEST_MANY_TAGS_IDLE")
 	if v == "" {
 		return time.Minute
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Second {
-		t.Fatalf("IDALLOC_MANY_TAGS_IDLE=%q: want a duration of a second or more", v)
+		t.Fatalf("IDALLOC_TEST_MANY_TAGS_IDLE=%q: want a duration of a second or more", v)
 	}
 	return d
 }
@@ -209,7 +209,7 @@ type proc struct {
 }
 
 // start runs idalloc on db with the defaults (tag_refresh 10s, or
-// IDALLOC_MANY_TAGS_REFRESH), snowflake off, and waits until /health
+// IDALLOC_TEST_MANY_TAGS_REFRESH), snowflake off, and waits until /health
 // answers 200. The process is killed at t's
 // cleanup.
 func start(t *testing.T, bin string, db storetest.DB, name string) *proc {
@@ -223,7 +223,7 @@ func start(t *testing.T, bin string, db storetest.DB, name string) *proc {
 		"http_addr": "127.0.0.1:" + strconv.Itoa(port), "driver": db.Driver, "dsn": db.DSN,
 		"shutdown_drain": "0s", "snowflake": map[string]any{"enabled": false},
 	}
-	if v := os.Getenv("IDALLOC_MANY_TAGS_REFRESH"); v != "" {
+	if v := os.Getenv("IDALLOC_TEST_MANY_TAGS_REFRESH"); v != "" {
 		c["segment"] = map[string]any{"tag_refresh": v}
 	}
 	cfg, err := json.Marshal(c)

@@ -74,13 +74,13 @@ Flags:
 type OpenLeases func(st store.Store, c config.LeaseConfig) (leases migrate.Leases, closeLeases func(), err error)
 
 // Advance is `idalloc advance` with args, the arguments after the
-// command's name (see advanceUsage). It reads the config file and, through
-// getenv, the IDALLOC_* variables as the server does, and opens the store
-// they name and, for the leases, what openLeases opens. Its report goes to
-// stdout, a flag error and the usage after it to stderr. The usage asked
-// for (-h) goes to stdout and is no error.
-func Advance(args []string, stdout, stderr io.Writer, getenv func(string) string, openLeases OpenLeases) error {
-	return helpIsNoError(runAdvance(args, stdout, stderr, getenv, openLeases))
+// command's name (see advanceUsage). It reads the config file and the
+// IDALLOC_* variables of environ (os.Environ's form) as the server does,
+// and opens the store they name and, for the leases, what openLeases
+// opens. Its report goes to stdout, a flag error and the usage after it
+// to stderr. The usage asked for (-h) goes to stdout and is no error.
+func Advance(args []string, stdout, stderr io.Writer, environ []string, openLeases OpenLeases) error {
+	return helpIsNoError(runAdvance(args, stdout, stderr, environ, openLeases))
 }
 
 // advanceFlags are advance's flags as given.
@@ -184,8 +184,8 @@ func advanceOf(f advanceFlags, cfg config.Settings) migrate.Advance {
 }
 
 // runAdvance is Advance, with flag.ErrHelp when the usage was asked for.
-func runAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string, openLeases OpenLeases) error {
-	a, cfg, err := planAdvance(args, stdout, stderr, getenv)
+func runAdvance(args []string, stdout, stderr io.Writer, environ []string, openLeases OpenLeases) error {
+	a, cfg, err := planAdvance(args, stdout, stderr, environ)
 	if err != nil {
 		return err
 	}
@@ -288,12 +288,12 @@ func (s advanceStore) PeriodCounters(ctx context.Context) ([]migrate.PeriodCount
 // planAdvance parses args, loads the config they name and checks the run:
 // whatever advance refuses, it refuses here, before a connection, let
 // alone a write.
-func planAdvance(args []string, stdout, stderr io.Writer, getenv func(string) string) (migrate.Advance, config.Settings, error) {
+func planAdvance(args []string, stdout, stderr io.Writer, environ []string) (migrate.Advance, config.Settings, error) {
 	f, err := parseAdvance(args, stdout, stderr)
 	if err != nil {
 		return migrate.Advance{}, config.Settings{}, err
 	}
-	cfg, err := config.Load(f.configPath, f.configRequired, getenv)
+	cfg, err := config.Load(f.configPath, f.configRequired, environ)
 	if err != nil {
 		return migrate.Advance{}, config.Settings{}, err
 	}

@@ -230,17 +230,12 @@ func TestAdvanceNamesTheDSNSource(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			body := `{"driver": "mysql", "dsn": "unused:x@tcp(127.0.0.1:1)/unused"}`
-			getenv := func(k string) string {
-				if k == "IDALLOC_DSN" {
-					return c.dsn
-				}
-				return ""
-			}
+			environ := []string{"IDALLOC_DSN=" + c.dsn}
 			if !c.env {
-				body, getenv = fmt.Sprintf(`{"driver": "mysql", "dsn": %q}`, c.dsn), noEnv
+				body, environ = fmt.Sprintf(`{"driver": "mysql", "dsn": %q}`, c.dsn), noEnv
 			}
 			path := writeConfig(t, body)
-			err := runAdvance([]string{"-config", path, "-by", "10"}, io.Discard, io.Discard, getenv, sqlLeases)
+			err := runAdvance([]string{"-config", path, "-by", "10"}, io.Discard, io.Discard, environ, sqlLeases)
 			if err == nil {
 				t.Fatal("advance: got no error")
 			}
@@ -281,4 +276,20 @@ func writeConfig(tb testing.TB, body string) string {
 }
 
 // noEnv is an environment with no IDALLOC_* variable set.
-func noEnv(string) string { return "" }
+var noEnv []string
+
+// TestAdvanceReadsTheEnvironmentAsTheServer: advance takes every key's
+// variable, a boolean's too, and refuses one that names no setting, naming
+// the nearest, as the server's start does.
+func TestAdvanceReadsTheEnvironmentAsTheServer(t *testing.T) {
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q}`, storetest.SQLite().NewDB(t).DSN))
+	_, cfg, err := planAdvance([]string{"-config", cfgPath, "-by", "10"}, io.Discard, io.Discard,
+		[]string{"IDALLOC_SNOWFLAKE_ENABLED=false", "IDALLOC_TEST_ANYTHING=1"})
+	if err != nil || cfg.Snowflake.Enabled {
+		t.Errorf("IDALLOC_SNOWFLAKE_ENABLED=false: snowflake.enabled %v, %v; want false", cfg.Snowflake.Enabled, err)
+	}
+	_, _, err = planAdvance([]string{"-config", cfgPath, "-by", "10"}, io.Discard, io.Discard, []string{"IDALLOC_DNS=x.db"})
+	if err == nil || !strings.Contains(err.Error(), `IDALLOC_DNS names no setting (the nearest is IDALLOC_DSN, key "dsn")`) {
+		t.Errorf("IDALLOC_DNS: got %v, want it refused naming IDALLOC_DSN", err)
+	}
+}

@@ -76,7 +76,12 @@ max_id (POST /tags), and point its clients there.
 The region a source database serves (API.md §13: region.count above 1)
 comes with it: the target records the same, and a target that records
 another region is refused before anything is copied, since a database
-serves one region for good.
+serves one region for good. -region-count R -region-id r make the target
+region r of R: the way from one database to regions is a copy of it into
+each region's database, each with its own -region-id (a database that
+issued IDs as a single region cannot become a region in place). They are
+refused for a source that records another region, and for a target that
+records none and whose tags have issued IDs of its own.
 
 A MySQL or PostgreSQL target must have idalloc's tables. -init-schema
 applies schema.sql (schema_postgres.sql) first, creating missing tables and
@@ -122,8 +127,8 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
 	initSchema := fs.Bool("init-schema", false, "prepare a MySQL or PostgreSQL target first: create missing tables, add the number-format columns, turn MySQL TIMESTAMP columns into DATETIME(3)")
 	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
-	regionCount := fs.Int64("region-count", 0, "with -from-driver tinyid: the region count R of the target, whose rows of delta R are honoured")
-	regionID := fs.Int64("region-id", 0, "with -from-driver tinyid: the target's region r, whose rows of remainder r are honoured")
+	regionCount := fs.Int64("region-count", 0, "the target's region count R, which it then records (a Tinyid source's rows of delta R are honoured)")
+	regionID := fs.Int64("region-id", 0, "the target's region r, from 0 to R − 1 (a Tinyid source's rows of remainder r are honoured)")
 	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -143,13 +148,11 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	if set["from-engine"] && *fromDriver != "tinyid" {
 		return fmt.Errorf("-from-engine is for -from-driver tinyid; -from-driver %s names its engine itself", *fromDriver)
 	}
-	// The target's region, when the flags give it: a Tinyid source's
-	// rows of that delta and remainder are honoured, and the target
-	// records it. An idalloc source brings its own record.
+	// The target's region, when the flags give it: the target records
+	// it, and a Tinyid source's rows of that delta and remainder are
+	// honoured. Without them, an idalloc source brings its own record.
 	var region *segment.Region
 	switch {
-	case (set["region-count"] || set["region-id"]) && *fromDriver != "tinyid":
-		return fmt.Errorf("-region-count and -region-id are for -from-driver tinyid; an idalloc source brings the region it records")
 	case set["region-id"] && !set["region-count"]:
 		return errors.New("-region-id needs -region-count")
 	case set["region-count"]:

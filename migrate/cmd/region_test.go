@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,6 +88,94 @@ func TestMigrateCarriesTheRegion(t *testing.T) {
 	}
 }
 
+// TestMigrateFromOneDatabaseToRegions: a database that issued IDs as a
+// single region is copied into each region's database with -region-count
+// and -region-id, each target then recording its region and starting
+// above everything the source issued, so that a start of that region on
+// it is served; the flags are refused for a source that records another
+// region, and for a target whose own tags issued IDs, nothing copied.
+func TestMigrateFromOneDatabaseToRegions(t *testing.T) {
+	ctx := t.Context()
+	src := storetest.SQLite().NewDB(t)
+	st := src.Open(t)
+	if _, err := st.Fetch(ctx, "test_business", 50); err != nil { // IDs 1-50 issued
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil { // a source held open is in use
+		t.Fatal(err)
+	}
+	migrateTo := func(from, to storetest.DB, id string) (string, error) {
+		var out strings.Builder
+		err := runMigrate([]string{"-from-driver", "sqlite", "-from-dsn", from.DSN, "-to-driver", "sqlite", "-to-dsn", to.DSN,
+			"-region-count", "2", "-region-id", id}, &out, io.Discard)
+		return out.String(), err
+	}
+	for id := range int64(2) {
+		region := segment.Region{Count: 2, ID: id}
+		dst := storetest.SQLite().NewDB(t)
+		if out, err := migrateTo(src, dst, strconv.FormatInt(id, 10)); err != nil ||
+			!strings.Contains(out, "region: the target serves "+region.String()+", as -region-count and -region-id say") {
+			t.Fatalf("migrate into %v: %v\n%s", region, err, out)
+		}
+		if r := recorded(t, dst); r != region {
+			t.Errorf("target records %v, want %v", r, region)
+		}
+		to := dst.Open(t)
+		if err := segment.CheckRegion(ctx, to, region); err != nil {
+			t.Errorf("a start of %v on its copy: %v", region, err)
+		}
+		a, err := segment.New(ctx, to, segment.Config{Region: region})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id1, err := a.Next(ctx, "test_business")
+		_ = a.Close(ctx)
+		if err != nil || id1 <= 50 || id1%2 != id {
+			t.Errorf("%v's first ID = %d, %v; want one above 50, ≡ %d (mod 2)", region, id1, err, id)
+		}
+	}
+
+	recordedSrc := storetest.SQLite().NewDB(t)
+	rs := recordedSrc.Open(t)
+	if err := segment.CheckRegion(ctx, rs, segment.Region{Count: 2, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	usedDst := storetest.SQLite().NewDB(t)
+	used := usedDst.Open(t)
+	if err := used.CreateTag(ctx, segment.Tag{AppTag: "own", Step: 10, Start: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := used.Fetch(ctx, "own", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := used.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		from, to storetest.DB
+		sentinel error
+		want     string
+	}{
+		{"a source of another region", recordedSrc, storetest.SQLite().NewDB(t), segment.ErrRegionMismatch,
+			"the source database is region 1 of 2, and -region-count 2 -region-id 0 say region 0 of 2"},
+		{"a target that issued IDs", src, usedDst, segment.ErrIssuedAsSingle, `target: this database issued IDs as a single region (tag "own" among them)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := migrateTo(c.from, c.to, "0")
+			if !errors.Is(err, c.sentinel) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("migrate = %v, want %v saying %q", err, c.sentinel, c.want)
+			}
+			if r := recorded(t, c.to); r != (segment.Region{}) {
+				t.Errorf("target records %v after the refusal, want none", r)
+			}
+		})
+	}
+}
+
 // TestMigrateFromTinyidIntoARegion: Tinyid rows whose delta and remainder
 // are the target's region (-region-count, -region-id) are honoured, the
 // target records that region, and an allocator of it continues above
@@ -111,12 +200,6 @@ func TestMigrateFromTinyidIntoARegion(t *testing.T) {
 			t.Errorf("migrate %v = %v, want the flags refused", bad, err)
 		}
 	}
-	var out strings.Builder
-	if err := runMigrate([]string{"-from-dsn", src.DSN, "-to-driver", "sqlite", "-to-dsn", storetest.SQLite().NewDB(t).DSN,
-		"-region-count", "2"}, &out, io.Discard); err == nil || !strings.Contains(err.Error(), "for -from-driver tinyid") {
-		t.Errorf("-region-count with an idalloc source = %v, want it refused", err)
-	}
-
 	refusedTo := storetest.SQLite().NewDB(t)
 	got, err := run(mixed, refusedTo, "-region-count", "2", "-region-id", "1")
 	if !errors.As(err, new(tinyidRefusedError)) || !strings.Contains(got, `"all": CANNOT BE HONOURED: delta 1 and remainder 0, `+

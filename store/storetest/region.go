@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,102 @@ func regionCases() []testCase {
 		{"region/without the table none is recorded, and recording names the fix", testRegionNoTable},
 		{"region/an instance of another region is refused", testRegionRefused},
 	}
+}
+
+// regionIssuedCases prove segment.RegionStore's IssuedTag and what
+// CheckRegion makes of it: a database whose tags issued IDs (a max_id
+// above start − 1, a dated counter above it) becomes no region in place,
+// nothing recorded; one whose tags issued nothing does. Each names the
+// tag IssuedTag must find, "" for none.
+func regionIssuedCases() []testCase {
+	fetch := func(tag string) func(*testing.T, Store) error {
+		return func(t *testing.T, st Store) error { _, err := st.Fetch(t.Context(), tag, 0); return err }
+	}
+	seq := segment.Tag{AppTag: "seq", Step: 10, Start: 1000}
+	fixed := segment.Tag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 4}
+	daily := segment.Tag{AppTag: "daily", Step: 10, Format: segment.FormatDated, Length: 6, Start: 100,
+		FormatSpec: "v1;period=day;time_zone=UTC;prefix=;separator="}
+	create := func(tags ...segment.Tag) func(*testing.T, Store) error {
+		return func(t *testing.T, st Store) error {
+			for _, tg := range tags {
+				if err := st.CreateTag(t.Context(), tg); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	then := func(steps ...func(*testing.T, Store) error) func(*testing.T, Store) error {
+		return func(t *testing.T, st Store) error {
+			for _, step := range steps {
+				if err := step(t, st); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	cases := []struct {
+		name   string
+		before func(*testing.T, Store) error
+		issued string
+	}{
+		{"a new database, test_business unused", create(), ""},
+		{"tags created, none used", create(seq, fixed, daily), ""},
+		{"every ID fetched given back", func(t *testing.T, st Store) error {
+			f, err := st.Fetch(t.Context(), "test_business", 0)
+			if err == nil {
+				_, err = st.GiveBack(t.Context(), "test_business", f.MaxID, 0)
+			}
+			return err
+		}, ""},
+		{"test_business used", fetch("test_business"), "test_business"},
+		{"a tag with a start used", then(create(seq), fetch("seq")), "seq"},
+		{"a fixed_length tag used", then(create(fixed), fetch("fixed")), "fixed"},
+		{"a dated tag's counter moved", then(create(daily), func(t *testing.T, st Store) error {
+			_, err := st.FetchPeriod(t.Context(), "daily", day1, daily.Start, noLimit, 0)
+			return err
+		}), "daily"},
+	}
+	var out []testCase
+	for _, c := range cases {
+		out = append(out, testCase{"region/issued: " + c.name, func(t *testing.T, db DB) {
+			testRegionIssued(t, db, c.before, c.issued)
+		}})
+	}
+	return out
+}
+
+// testRegionIssued prepares db with before, then holds IssuedTag to want
+// and CheckRegion to it: a single region always served; region 1 of 2
+// recorded when want is "", else refused naming want and idalloc migrate,
+// nothing recorded.
+func testRegionIssued(t *testing.T, db DB, before func(*testing.T, Store) error, want string) {
+	st := db.Open(t)
+	if err := before(t, st); err != nil {
+		t.Fatal(err)
+	}
+	tag, issued, err := st.IssuedTag(t.Context())
+	if err != nil || tag != want || issued != (want != "") {
+		t.Fatalf("IssuedTag = %q, %v, %v; want %q", tag, issued, err, want)
+	}
+	if err := segment.CheckRegion(t.Context(), st, segment.Region{}); err != nil {
+		t.Errorf("CheckRegion of a single region = %v, want nil", err)
+	}
+	r := segment.Region{Count: 2, ID: 1}
+	err = segment.CheckRegion(t.Context(), st, r)
+	if want == "" {
+		if err != nil {
+			t.Fatalf("CheckRegion(%v) = %v, want it recorded", r, err)
+		}
+		wantRecord(t, st, &r)
+		return
+	}
+	if !errors.Is(err, segment.ErrIssuedAsSingle) || !strings.Contains(err.Error(), fmt.Sprintf("tag %q", want)) ||
+		!strings.Contains(err.Error(), "idalloc migrate") {
+		t.Errorf("CheckRegion(%v) = %v, want %v naming tag %q and idalloc migrate", r, err, segment.ErrIssuedAsSingle, want)
+	}
+	wantRecord(t, st, nil)
 }
 
 // regionReader is a store or migrate's read-only handle.

@@ -206,7 +206,7 @@ func Run(t *testing.T, d Driver) {
 	// One probe database up front skips the whole suite in one line rather
 	// than each case on its own.
 	d.NewDB(t)
-	cases := slices.Concat(segmentCases(), tagCases(), formatCases(), timeCases(), datedCases(), updateCases(), accessCases(), regionCases())
+	cases := slices.Concat(segmentCases(), tagCases(), formatCases(), timeCases(), datedCases(), updateCases(), accessCases(), regionCases(), regionIssuedCases())
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
