@@ -330,8 +330,10 @@ func expiry(sent, age time.Duration) time.Duration { return max(sent+age, 1) }
 // fetchIDs makes one batch call; sent is the Client.since reading just
 // before the request that was answered. A count an instance refuses (its
 // max_batch, or max_range, is below the client's) halves the Client's cap
-// (limit), and the call is made again with the smaller count. An answer
-// of ranges must hold n IDs.
+// (limit), and the call is made again with the smaller count; one refused
+// as more than the tag has left there (ErrBatchTooLarge) is made again at
+// once for what is left, the cap kept. An answer of ranges must hold n
+// IDs.
 func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int, limit *countCap) (decoded, time.Duration, error) {
 	for {
 		sent := c.since()
@@ -350,6 +352,13 @@ func (c *Client) fetchIDs(ctx context.Context, path string, n, elsewhere int, li
 				return err
 			})
 		if e, ok := errors.AsType[*Error](err); ok && n > 1 && e.RespCode == 1 && e.field == "count" {
+			if e.Left > 0 {
+				if e.Left < int64(n) {
+					n = int(e.Left)
+					continue
+				}
+				return d, sent, err // more than asked for: the instance's own confusion
+			}
 			n = c.lowerCap(limit, n)
 			continue
 		}

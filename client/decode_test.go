@@ -149,13 +149,13 @@ func TestRespCodeErrors(t *testing.T) {
 		{10, "exhausted", "app_tag", ErrExhausted},
 		{42, "", "", ErrInternal},
 	} {
-		err := error(newError("http://x", 400, answerError{tc.code, "words", tc.kind, tc.field}))
+		err := error(newError("http://x", 400, answerError{code: tc.code, msg: "words", kind: tc.kind, field: tc.field}))
 		if !errors.Is(err, tc.want) {
 			t.Errorf("resp_code %d %s %s: got %v, want errors.Is %v", tc.code, tc.kind, tc.field, err, tc.want)
 		}
 	}
 	// The client's names are the domain's values: either name matches.
-	if !errors.Is(newError("u", 409, answerError{6, "", "lease_expired", "token"}), workerlease.ErrLeaseExpired) {
+	if !errors.Is(newError("u", 409, answerError{code: 6, kind: "lease_expired", field: "token"}), workerlease.ErrLeaseExpired) {
 		t.Error("ErrTokenExpired is not workerlease.ErrLeaseExpired")
 	}
 }

@@ -64,6 +64,13 @@ var (
 	// with a prefix or a separator); NextText and NextTextN serve them. No
 	// ID is used up by the refusal.
 	ErrTextOnly error = segment.ErrTextOnly
+	// ErrBatchTooLarge: resp_code 1 naming count with "left": the instance
+	// has fewer IDs of the tag left than a fetch asked for (a bounded
+	// format's end, or a dated tag's period's), and took none; the
+	// *Error's Left says how many it has. The fetch asks again at once for
+	// that many, so a caller sees it only from an instance that refuses a
+	// count it says it has.
+	ErrBatchTooLarge error = segment.ErrBatchTooLarge
 
 	// ErrNoAvailableID: resp_code 5, every worker ID of the cluster is held.
 	ErrNoAvailableID error = workerlease.ErrNoWorkerID
@@ -96,6 +103,10 @@ type Error struct {
 	// RetryAfter is the answer's Retry-After (when to try again: a 503's,
 	// or when a spent period's next one begins), 0 when it has none.
 	RetryAfter time.Duration
+	// Left is the answer's "left": of a count refused as more than the
+	// tag has left on the instance (ErrBatchTooLarge), how many it has; 0
+	// otherwise.
+	Left int64
 
 	sentinel error
 	field    string // the answer's field: which input it refused
@@ -125,16 +136,18 @@ var codeErrors = map[int]error{
 }
 
 // answerError is a non-zero answer's envelope: resp_code, msg, and the
-// kind and field every error carries (API.md §2).
+// kind and field every error carries (API.md §2), and left, which a count
+// refused as more than the tag has left carries.
 type answerError struct {
 	code        int
 	msg         string
 	kind, field string
+	left        int64
 }
 
 // newError builds the *Error of a non-zero answer.
 func newError(url string, status int, a answerError) *Error {
-	return &Error{RespCode: a.code, HTTPStatus: status, Msg: a.msg, URL: url, sentinel: refine(a), field: a.field}
+	return &Error{RespCode: a.code, HTTPStatus: status, Msg: a.msg, URL: url, sentinel: refine(a), field: a.field, Left: a.left}
 }
 
 // retryAfterHeader reads a Retry-After (seconds or an HTTP date) as it
@@ -174,6 +187,10 @@ func refine(a answerError) error {
 			return workerlease.ErrInvalidToken
 		case "app_tag":
 			return ErrInvalidTag
+		case "count":
+			if a.left > 0 {
+				return ErrBatchTooLarge
+			}
 		}
 	}
 	if s, ok := codeErrors[a.code]; ok {

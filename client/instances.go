@@ -201,8 +201,9 @@ func retryAfter(v string, now time.Time) time.Duration {
 	return min(max(d, 100*time.Millisecond), maxAside)
 }
 
-// envelope reads resp_code, msg, kind and field. ok is false when body is
-// not a JSON object with an integer resp_code: a proxy's error page, say.
+// envelope reads resp_code, msg, kind, field and left. ok is false when
+// body is not a JSON object with an integer resp_code: a proxy's error
+// page, say.
 func envelope(body []byte) (a answerError, ok bool) {
 	if bytes.HasPrefix(body, okPrefix) {
 		return answerError{msg: "success"}, true // the server's own success form, without decoding
@@ -212,11 +213,12 @@ func envelope(body []byte) (a answerError, ok bool) {
 		Msg      string `json:"msg"`
 		Kind     string `json:"kind"`
 		Field    string `json:"field"`
+		Left     int64  `json:"left"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.RespCode == nil {
 		return answerError{}, false
 	}
-	return answerError{*e.RespCode, e.Msg, e.Kind, e.Field}, true
+	return answerError{code: *e.RespCode, msg: e.Msg, kind: e.Kind, field: e.Field, left: e.Left}, true
 }
 
 // maxBody bounds an answer: a batch of 100,000 snowflake IDs, each twice

@@ -234,6 +234,60 @@ func TestCountRefusedLowersTheCap(t *testing.T) {
 	}
 }
 
+// TestCountLeftKeepsTheCap: a count refused as more than the tag has
+// left on the instance ("left", a bounded tag's end) is asked again at
+// once for what is left, without lowering the client's cap: every ID up
+// to the tag's last is served, then the tag is exhausted.
+func TestCountLeftKeepsTheCap(t *testing.T) {
+	for _, lists := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ranges", true: "lists"}[lists], func(t *testing.T) {
+			f := newFake(t, 10)
+			f.lists = lists
+			f.fault = func(w http.ResponseWriter, r *http.Request) bool {
+				var n int64
+				fmt.Sscanf(r.URL.Query().Get("count"), "%d", &n)
+				f.mu.Lock()
+				left := 99 - f.next + 1
+				f.mu.Unlock()
+				switch {
+				case left == 0:
+					w.WriteHeader(http.StatusConflict)
+					fmt.Fprint(w, `{"resp_code":10,"msg":"app_tag ID space exhausted","kind":"exhausted","field":"app_tag"}`)
+				case n > left:
+					w.WriteHeader(http.StatusBadRequest)
+					fmt.Fprintf(w, `{"resp_code":1,"msg":"invalid count: must be at most %d: the IDs this tag has left on this instance, which single IDs and smaller batches still get","kind":"bad_request","field":"count","left":%d}`, left, left)
+				default:
+					return false
+				}
+				return true
+			}
+			c := newTestClient(t, Config{URLs: []string{f.URL}, MaxBatch: 1000, MaxRange: 1000})
+			var got []int64
+			for {
+				id, err := c.Next(t.Context(), "t")
+				if errors.Is(err, ErrExhausted) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next after %d IDs: %v", len(got), err)
+				}
+				got = append(got, id)
+			}
+			if len(got) != 90 || got[0] != 10 || got[89] != 99 {
+				t.Fatalf("IDs %v, want 10..99", got)
+			}
+			checkDistinct(t, got)
+			if c.rangeCap() != 1000 || c.batchCap() != 1000 {
+				t.Errorf("caps %d and %d after the refusals, want 1000 kept", c.rangeCap(), c.batchCap())
+			}
+		})
+	}
+	e := newError("u", 400, answerError{code: 1, kind: "bad_request", field: "count", left: 89})
+	if !errors.Is(e, ErrBatchTooLarge) || e.Left != 89 {
+		t.Errorf("a count refused with left 89: %v (left %d), want ErrBatchTooLarge with Left 89", e, e.Left)
+	}
+}
+
 func checkDistinct(t *testing.T, ids []int64) {
 	t.Helper()
 	s := slices.Clone(ids)

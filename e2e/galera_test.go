@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
 
@@ -71,7 +72,7 @@ func TestGaleraStoreFetchesNeverOverlap(t *testing.T) {
 			wg.Go(func() {
 				for time.Now().Before(end) && ctx.Err() == nil {
 					t0 := time.Now()
-					got, err := st.Fetch(ctx, tag, 0)
+					got, err := st.Fetch(ctx, tag, segment.MaxUsableID, 0)
 					f.took += time.Since(t0)
 					if err != nil {
 						f.errs[errorKind(err)]++

@@ -248,10 +248,10 @@ func (a *Allocator) Next(ctx context.Context, tag string) (int64, error) {
 // A scrambled tag's batch holds the IDs of strictly increasing sequence
 // numbers: unique, but in no order, as its IDs always are. In a region
 // (Config.Region) a batch's IDs are every Count-th number at best.
-// On error dst holds no usable IDs. A batch that fits in the current and the
-// prefetched segment is claimed whole or not at all, so its failure leaves no
-// gap; a larger one is claimed in parts, and a failure after the first part
-// loses the IDs claimed, which are never reissued (counted as WasteBatch).
+// On error dst holds no usable IDs. A batch is claimed whole or not at all
+// (batch.go), so its failure leaves no gap, and one larger than what the
+// tag has left on this instance is refused with nothing taken: a
+// *TooLargeError (ErrBatchTooLarge), or ErrExhausted when nothing is left.
 // A dated tag's batch is of one period (dated_ids.go). Errors as Next's.
 func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	b, err := a.buffer(ctx, tag)
@@ -261,16 +261,14 @@ func (a *Allocator) NextN(ctx context.Context, tag string, dst []int64) error {
 	if b.dated != nil {
 		return b.dated.nextN(ctx, dst)
 	}
-	for filled := 0; filled < len(dst); {
-		n, err := b.claimBatch(ctx, dst[filled:])
-		if err == nil && b.mapped {
-			err = b.issueAll(dst[filled : filled+n])
-		}
-		if err != nil {
-			b.waste(int64(filled), WasteBatch)
+	if err := b.fillBatch(ctx, dst); err != nil {
+		return err
+	}
+	if b.mapped {
+		if err := b.issueAll(dst); err != nil {
+			b.waste(int64(len(dst)), WasteBatch)
 			return err
 		}
-		filled += n
 	}
 	return nil
 }

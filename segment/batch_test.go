@@ -42,9 +42,10 @@ func TestFailedBatchLeavesNoGap(t *testing.T) {
 	}
 }
 
-// TestBatchesUnderFaultsLeaveNoGap: single IDs and batches that fit in two
-// segments, from many goroutines, while the store fails on and off; after a
-// graceful Close the IDs issued are exactly 1..N, and the store's max_id is N.
+// TestBatchesUnderFaultsLeaveNoGap: single IDs and batches, within two
+// segments and beyond them (claimed whole all the same), from many
+// goroutines, while the store fails on and off; after a graceful Close the
+// IDs issued are exactly 1..N, and the store's max_id is N.
 func TestBatchesUnderFaultsLeaveNoGap(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 50})
 	a, err := segment.New(context.Background(), st, segment.Config{MaxStep: 50, WaitTimeout: 20 * time.Millisecond})
@@ -73,7 +74,7 @@ func TestBatchesUnderFaultsLeaveNoGap(t *testing.T) {
 		wg.Go(func() {
 			var mine []int64
 			fails := 0
-			dst := make([]int64, 1+w*7) // 1 to 50 IDs: within two segments of 50
+			dst := make([]int64, 1+w*29) // 1 to 204 IDs: within two segments of 50 and beyond
 			for time.Now().Before(end) {
 				if w%2 == 0 {
 					if id, err := a.Next(context.Background(), "t"); err == nil {

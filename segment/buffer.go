@@ -30,10 +30,12 @@ type span struct {
 	start, end int64
 	prefetchAt int64 // the ID whose issue starts the background prefetch
 	// top is the store's max_id after the fetch that reserved the span:
-	// end's number, unless end was clamped to the format's last number,
-	// or the region's numbers stop short of it. A give-back compares
-	// max_id with it.
+	// end's number, unless the region's numbers stop short of it. A
+	// give-back compares max_id with it.
 	top int64
+	// after is the segment prefetched after this one while this one is
+	// prefetched too (buffer.next); nil when none, and for the current.
+	after *span
 }
 
 // paddedSpan holds the span of a busy tag with its cursor and its bounds
@@ -109,7 +111,13 @@ type buffer struct {
 	// rowStepSet counts setRowStep's calls: a fetch that began before
 	// one keeps the step set rather than the one it read (update.go).
 	rowStepSet uint32
-	next       *span // the prefetched segment, nil when none
+	// next is the prefetched segment, nil when none; a batch that needs
+	// more than it and the current one hold has more fetched after it
+	// (span.after, batch.go).
+	next *span
+	// want is how many indexes a waiting batch lacks: the next fetch asks
+	// for at least that many (batch.go); 0 when none waits.
+	want int64
 	// ready is closed when the fetch attempt under way ends; made for
 	// the first request that waits for it, nil when none does.
 	ready chan struct{}
@@ -263,9 +271,7 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 		// cannot carry it round to negative IDs.
 		s.cursor.Store(s.end + 1)
 		if b.next != nil {
-			b.retired += s.size()
-			b.cur.Store(b.next)
-			b.next = nil
+			b.popNextLocked()
 			b.mu.Unlock()
 			return nil
 		}
@@ -292,10 +298,12 @@ func (b *buffer) advance(ctx context.Context, s *span) error {
 // fetchLocked makes sure a fetch is under way and returns the channel closed
 // when its attempt ends, or the error to answer at once: the store is failing
 // and the loop backing off (answer now rather than hold the request until the
-// next attempt), or a final error was seen within the last second.
+// next attempt), or a final error was seen within the last second. A fetch
+// under way after a final error (a prefetch asking again whether a spent
+// tag got IDs back) is not backing off: its attempt is waited for.
 func (b *buffer) fetchLocked() (<-chan struct{}, error) {
 	switch tr := b.trouble; {
-	case b.fetching && tr != nil:
+	case b.fetching && tr != nil && !isFinal(tr.err):
 		if b.a.now().Sub(tr.at) >= demandRetry {
 			select {
 			case tr.poke <- struct{}{}:

@@ -59,8 +59,9 @@ func (a *Allocator) waitGoroutines(ctx context.Context) error {
 // once we stop, but handing it back would let that instance's range be
 // fetched again. It works on the tag's sequence, so a scrambled tag gives
 // back the unused sequence numbers, whose IDs are then issued after a
-// restart, once. A span clamped to its format's last number compares
-// max_id with the store's value (top), beyond end; only IDs are counted.
+// restart, once. max_id is compared with the store's value after the
+// last span's fetch (top), which in a region may lie beyond its end's
+// number; only IDs are counted.
 //
 // A dated tag gives back the unused rest of its current period's range
 // (and of the next period's, if fetched ahead) to the period's counter;
@@ -75,25 +76,37 @@ func (b *buffer) giveBack(ctx context.Context) error {
 	// Swap past the end: a claim racing with Close either got an ID below
 	// the swapped-out cursor (it is issued) or lands past the end and fails.
 	unusedFrom := max(s.cursor.Swap(s.end+1), s.start)
-	next := b.next
+	var queued []*span
+	for q := b.next; q != nil; q = q.after {
+		queued = append(queued, q)
+	}
 	b.next = nil
 	b.mu.Unlock()
 
+	// The unused IDs are the current segment's from unusedFrom, then
+	// every prefetched one whole. last is the span whose unused IDs end
+	// the give-back, low the first of them; walking back, each span that
+	// ends where the next begins joins in, and the unused IDs below the
+	// first that does not are interleaved.
 	curLeft := max(0, s.end-unusedFrom+1)
-	var last *span // the span whose unused IDs end the give-back
-	var low, interleaved int64
-	switch {
-	case next != nil && (curLeft == 0 || s.end+1 == next.start):
-		last, low = next, next.start
-		if curLeft > 0 {
-			low = unusedFrom
-		}
-	case next != nil:
-		last, low, interleaved = next, next.start, curLeft
-	case curLeft > 0:
-		last, low = s, unusedFrom
-	default:
+	last, low := s, unusedFrom
+	if len(queued) > 0 {
+		last, low = queued[len(queued)-1], queued[len(queued)-1].start
+	} else if curLeft == 0 {
 		return nil
+	}
+	var interleaved int64
+	for i := len(queued) - 2; i >= -1; i-- {
+		prev, from := s, unusedFrom
+		if i >= 0 {
+			prev, from = queued[i], queued[i].start
+		}
+		switch left := max(0, prev.end-from+1); {
+		case interleaved > 0 || prev.end+1 != low && left > 0:
+			interleaved += left
+		case left > 0:
+			low = from
+		}
 	}
 	b.waste(interleaved, WasteInterleaved)
 	log := b.a.cfg.Logger

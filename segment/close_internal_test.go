@@ -19,7 +19,7 @@ type stubStore struct {
 	fail    atomic.Bool
 }
 
-func (s *stubStore) Fetch(context.Context, string, int64) (Fetched, error) {
+func (s *stubStore) Fetch(context.Context, string, int64, int64) (Fetched, error) {
 	s.fetches.Add(1)
 	if s.fail.Load() {
 		return Fetched{}, errors.New("down")
@@ -108,9 +108,9 @@ type stallStore struct {
 	release chan struct{}
 }
 
-func (s *stallStore) Fetch(ctx context.Context, tag string, step int64) (Fetched, error) {
+func (s *stallStore) Fetch(ctx context.Context, tag string, limit, step int64) (Fetched, error) {
 	<-s.release
-	return s.stubStore.Fetch(ctx, tag, step)
+	return s.stubStore.Fetch(ctx, tag, limit, step)
 }
 
 // TestCloseHonoursItsDeadline: Close waits for a fetch under way only until
@@ -154,11 +154,11 @@ type clockedStore struct {
 	at    []time.Duration
 }
 
-func (s *clockedStore) Fetch(ctx context.Context, tag string, step int64) (Fetched, error) {
+func (s *clockedStore) Fetch(ctx context.Context, tag string, limit, step int64) (Fetched, error) {
 	s.mu.Lock()
 	s.at = append(s.at, time.Since(s.start))
 	s.mu.Unlock()
-	return s.stubStore.Fetch(ctx, tag, step)
+	return s.stubStore.Fetch(ctx, tag, limit, step)
 }
 
 // TestFetchRetriesAreJittered: the fetch loop waits backoff/2 plus a random

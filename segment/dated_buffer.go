@@ -139,9 +139,12 @@ func (d *datedTag) claim(ctx context.Context) (*buffer, int64, error) {
 }
 
 // claimN claims len(seqs) sequence numbers of one period into seqs and
-// returns that period's buffer. A batch stays within one period: one
-// whose period ended while it was claimed (a wait for a fetch) is wasted
-// (period_ended) and claimed again in the next. Errors as claim's; on
+// returns that period's buffer. A batch stays within one period and is
+// claimed whole (fillBatch): one whose period ended while it waited for a
+// fetch is claimed in the next, one whose period ended just after it was
+// claimed is wasted (period_ended) and claimed again in the next, and one
+// larger than what the period has left is refused (a *TooLargeError, or
+// when nothing is left the period's exhaustion). Errors as claim's; on
 // error seqs holds nothing usable.
 func (d *datedTag) claimN(ctx context.Context, seqs []int64) (*buffer, error) {
 	for {
@@ -165,33 +168,20 @@ func (d *datedTag) claimN(ctx context.Context, seqs []int64) (*buffer, error) {
 		if ns >= p.per.leadAt && !p.per.nextAsked.Load() {
 			d.prefetchNext(p)
 		}
-		filled, err := p.fillBatch(ctx, seqs)
-		over := errors.Is(err, errPeriodOver)
-		if err != nil && !over {
-			p.waste(int64(filled), WasteBatch)
-			if errors.Is(err, ErrExhausted) && !p.per.contains(d.a.now().UnixNano()) {
-				continue
+		err := p.fillBatch(ctx, seqs)
+		switch {
+		case errors.Is(err, errPeriodOver):
+			continue // nothing claimed: claim it in the period the clock reads
+		case err != nil:
+			if (errors.Is(err, ErrExhausted) || errors.Is(err, ErrBatchTooLarge)) && !p.per.contains(d.a.now().UnixNano()) {
+				continue // spent, but over: the next period has numbers
 			}
 			return nil, d.periodErr(p, err)
-		}
-		if !over && p.per.contains(d.a.now().UnixNano()) {
+		case p.per.contains(d.a.now().UnixNano()):
 			return p, nil
 		}
-		p.waste(int64(filled), WastePeriodEnded)
+		p.waste(int64(len(seqs)), WastePeriodEnded)
 	}
-}
-
-// fillBatch fills dst by claimBatch, in parts when it is larger than what
-// the buffer holds; it returns how much it filled before an error.
-func (b *buffer) fillBatch(ctx context.Context, dst []int64) (int, error) {
-	for filled := 0; filled < len(dst); {
-		n, err := b.claimBatch(ctx, dst[filled:])
-		if err != nil {
-			return filled, err
-		}
-		filled += n
-	}
-	return len(dst), nil
 }
 
 // periodErr is the answer to a claim of period p that failed with err: a
@@ -260,10 +250,8 @@ func (d *datedTag) retire(p *buffer) {
 	from := max(s.cursor.Swap(s.end+1), s.start)
 	left := max(0, s.end-from+1)
 	issued := p.retired + s.size() - left
-	if p.next != nil {
-		left += p.next.size()
-		p.next = nil
-	}
+	left += p.queuedLocked()
+	p.next = nil
 	// Wake whoever waits for a fetch of it: they claim again, in the
 	// period the clock reads, rather than wait for a range never served.
 	p.wakeLocked()

@@ -3,7 +3,6 @@ package segment_test
 import (
 	"context"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,7 +50,7 @@ func newFakeStore(tags ...segment.Tag) *fakeStore {
 	return f
 }
 
-func (f *fakeStore) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
+func (f *fakeStore) Fetch(ctx context.Context, tag string, limit, step int64) (segment.Fetched, error) {
 	n := f.fetches.Add(1)
 	defer f.returned.Add(1)
 	if f.delay > 0 {
@@ -73,12 +72,13 @@ func (f *fakeStore) Fetch(ctx context.Context, tag string, step int64) (segment.
 	if step <= 0 {
 		step = r.Step
 	}
-	if r.MaxID > math.MaxInt64-step {
+	if r.MaxID >= limit {
 		return segment.Fetched{}, segment.ErrExhausted
 	}
-	r.MaxID += step
+	old := r.MaxID
+	r.MaxID = min(limit, old+min(step, limit-old))
 	r.UpdateTime = f.now()
-	return segment.Fetched{MaxID: r.MaxID, Size: step, Step: r.Step}, nil
+	return segment.Fetched{MaxID: r.MaxID, Size: r.MaxID - old, Step: r.Step}, nil
 }
 
 func (f *fakeStore) GiveBack(_ context.Context, tag string, oldMax, newMax int64) (bool, error) {

@@ -37,6 +37,13 @@ func (b *buffer) fetchLoop() {
 			return
 		}
 		step := b.nextStepLocked()
+		plain, want := step, b.want
+		if want > 0 {
+			// A batch waits for more than is buffered: ask for all it
+			// lacks at once, so that it is claimed whole (batch.go).
+			step = max(cmp.Or(step, b.rowStep), want)
+			b.want = 0
+		}
 		if reg := b.a.region; !reg.Single() {
 			// step IDs of the region are step·Count numbers; the
 			// first fetch's step is the row's as last listed.
@@ -64,7 +71,7 @@ func (b *buffer) fetchLoop() {
 		case b.per != nil:
 			f, err = b.a.periods.FetchPeriod(ctx, b.tag, b.per.key.Stamp, b.per.d.f.Start(), k.limit, step)
 		default:
-			f, err = b.a.store.Fetch(ctx, b.tag, step)
+			f, err = b.a.store.Fetch(ctx, b.tag, k.limit, step)
 		}
 		cancel()
 		ended := b.a.now()
@@ -79,7 +86,7 @@ func (b *buffer) fetchLoop() {
 		lo, hi := b.a.region.index(first), b.a.region.indexBelow(min(f.MaxID, k.limit))
 		switch {
 		case err != nil:
-		case first > k.limit:
+		case first > k.limit: // a store that does not stop at the limit
 			err = ErrExhausted
 		case first <= b.highWater: // only fetch loops use it, one at a time
 			err = fmt.Errorf("%w: got (%d, %d], had up to %d", ErrRewound, f.MaxID-f.Size, f.MaxID, b.highWater)
@@ -115,13 +122,18 @@ func (b *buffer) fetchLoop() {
 				// A tag's first range is plain: most tags of many are
 				// fetched once. One fetched again is in use, and its
 				// ranges are padded against contention.
-				b.next = newSpan(lo, hi, f.MaxID, b.step != 0)
+				b.queueLocked(newSpan(lo, hi, f.MaxID, b.step != 0))
 			}
 			b.highWater = f.MaxID
 			// The adaptive step counts the region's IDs, as the
 			// row's step does (0 after a range too small to hold
-			// one: the next fetch asks for the row's step).
-			b.step, b.lastFetch, b.fetchTook = f.Size/b.a.region.count(), ended, ended.Sub(began)
+			// one: the next fetch asks for the row's step). A
+			// batch's shortfall does not grow it.
+			b.step = f.Size / b.a.region.count()
+			if want > 0 {
+				b.step = min(b.step, max(plain, f.Step))
+			}
+			b.lastFetch, b.fetchTook = ended, ended.Sub(began)
 			if b.rowStepSet == rowStepSet { // else a newer step was set meanwhile (setRowStep)
 				b.rowStep = f.Step
 			}

@@ -107,7 +107,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 	clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{Now: clock.Now})
-	// Step 4 from 990: the last segment (998, 1001] passes 999 and is cut.
+	// Step 4 from 990: the last fetch, of 4 from 998, stops at 999.
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "f", Step: 4, Start: new(int64(990)), Format: segment.FormatFixedLength, Length: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 		t.Errorf("exhausted message %q", msg)
 	}
 	// Exhausted it stays, without moving max_id on: the instance knows the
-	// store is past the last number.
+	// store is at the last number.
 	fetches, maxID := st.fetches.Load(), st.maxID("f")
 	for range 3 {
 		clock.Add(2 * time.Second)
@@ -157,7 +157,7 @@ func TestFixedLengthBatchAndGiveBackAtTheEnd(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{})
-	// One digit: 1 to 9. The first segment, (0, 100], is cut to 9.
+	// One digit: 1 to 9. The first fetch, of 100, stops at 9.
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "d", Step: 100, Format: segment.FormatFixedLength, Length: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +171,8 @@ func TestFixedLengthBatchAndGiveBackAtTheEnd(t *testing.T) {
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The give-back compares max_id with the store's 100, not the cut
-	// end, and counts the 4 IDs, not the numbers past 9.
+	// The give-back compares max_id with the store's 9 and counts the 4
+	// IDs.
 	if got := st.maxID("d"); got != 5 {
 		t.Errorf("after Close max_id = %d, want 5", got)
 	}

@@ -51,9 +51,7 @@ func NewRangeLimit(max int) CountLimit {
 
 // NextRanges appends to dst n IDs of tag as ranges, strictly increasing and
 // disjoint, adjacent runs joined, and returns the extended slice. It claims
-// as NextN does: whole or not at all when the current and the prefetched
-// segment hold n, else in parts, and a failure after the first part loses
-// what was claimed (WasteBatch). On error it returns dst unchanged.
+// as NextN does: whole or not at all. On error it returns dst unchanged.
 // Errors as NextN's, and ErrNotConsecutive before anything is claimed,
 // also for every tag of an allocator of one region of several.
 func (a *Allocator) NextRanges(ctx context.Context, tag string, n int64, dst []Range) ([]Range, error) {
@@ -65,20 +63,15 @@ func (a *Allocator) NextRanges(ctx context.Context, tag string, n int64, dst []R
 		return dst, err
 	}
 	out := dst
-	for got := int64(0); got < n; {
-		c, err := b.claimRuns(ctx, n-got)
-		if err != nil {
-			b.waste(got, WasteBatch)
-			return dst, err
+	err = b.claimRuns(ctx, n, func(first, k int64) {
+		if j := len(out); j > len(dst) && out[j-1].Last+1 == first {
+			out[j-1].Last = first + k - 1
+		} else {
+			out = append(out, Range{First: first, Last: first + k - 1})
 		}
-		for _, r := range c.r[:c.n] {
-			if k := len(out); k > len(dst) && out[k-1].Last+1 == r.First {
-				out[k-1].Last = r.Last
-			} else {
-				out = append(out, r)
-			}
-		}
-		got += c.count()
+	})
+	if err != nil {
+		return dst, err
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func TestReloadReadsWhatChanged(t *testing.T) {
 
 	// Another instance writes.
 	step, desc := int64(50), "changed"
-	if _, err := st.Fetch(ctx, "t0001", 0); err != nil {
+	if _, err := st.Fetch(ctx, "t0001", segment.MaxUsableID, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.CreateTag(ctx, segment.Tag{AppTag: "new", Step: 1000, Start: 1}); err != nil {

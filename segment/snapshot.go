@@ -13,8 +13,8 @@ type TagSnapshot struct {
 	// and its size; both 0 before the first fetch. Buffered is
 	// CurrentLeft + Prefetched.
 	CurrentLeft, CurrentSize int64
-	// Prefetched is the size of the segment fetched in the background and
-	// not yet current; 0 when none is ready.
+	// Prefetched is the size of the segments fetched in the background
+	// and not yet current; 0 when none is ready.
 	Prefetched int64
 	// RowStep is the row's own step (the adaptive step's floor), as of the
 	// last fetch, or before the first as of the last tag-list reload.
@@ -63,9 +63,7 @@ func (b *buffer) snapshot() TagSnapshot {
 		Fetching:      b.fetching,
 		Failing:       b.trouble != nil,
 	}
-	if b.next != nil {
-		snap.Prefetched = b.next.size()
-	}
+	snap.Prefetched = b.queuedLocked()
 	// From Buffered rather than a second read of the cursor, which
 	// concurrent claims may have moved: the parts add up to the whole.
 	snap.CurrentLeft = snap.Buffered - snap.Prefetched

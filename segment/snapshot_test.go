@@ -18,9 +18,9 @@ type slowStore struct {
 	took  time.Duration
 }
 
-func (s *slowStore) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
+func (s *slowStore) Fetch(ctx context.Context, tag string, limit, step int64) (segment.Fetched, error) {
 	s.clock.Add(s.took)
-	return s.fakeStore.Fetch(ctx, tag, step)
+	return s.fakeStore.Fetch(ctx, tag, limit, step)
 }
 
 func snapshotOf(tb testing.TB, a *segment.Allocator, tag string) segment.TagSnapshot {

@@ -13,7 +13,7 @@ type TagStats struct {
 	AppTag    string
 	Format    Format // the tag's number format (never empty)
 	Length    int    // its digit count (a dated tag's sequence part's); 0 for sequential
-	Buffered  int64  // IDs left in memory (current + prefetched segment)
+	Buffered  int64  // IDs left in memory (current + prefetched segments)
 	Step      int64  // current adaptive step (0 before the first fetch)
 	Issued    int64  // IDs handed out by this allocator since it started
 	GivenBack int64  // IDs returned to the store on Close
@@ -68,10 +68,6 @@ func (b *buffer) stats() TagStats {
 
 func (b *buffer) statsLocked() TagStats {
 	s := b.cur.Load()
-	st := TagStats{AppTag: b.tag, Format: b.kind.format, Length: b.kind.length, Step: b.step, Buffered: s.left(),
-		Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}
-	if b.next != nil {
-		st.Buffered += b.next.size()
-	}
-	return st
+	return TagStats{AppTag: b.tag, Format: b.kind.format, Length: b.kind.length, Step: b.step,
+		Buffered: s.left() + b.queuedLocked(), Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}
 }

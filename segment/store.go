@@ -9,14 +9,17 @@ import (
 // highest ID ever handed to any instance. Implementations live in package store.
 type Store interface {
 	// Fetch reserves the next range for tag: it reads max_id and the row's
-	// step, then moves max_id from the value read to that plus delta by a
-	// compare-and-set whose success alone proves the range (never a
-	// read-back after the write), retrying at once when another writer won.
-	// delta is step when step > 0, else the row's own step. The returned range is
-	// (MaxID-Size, MaxID]; it must only be returned once that write committed.
-	// Errors: ErrUnknownTag when there is no row, ErrExhausted when max_id+delta
-	// would overflow int64; anything else is a store fault.
-	Fetch(ctx context.Context, tag string, step int64) (Fetched, error)
+	// step, then moves max_id from the value read to min(max_id+delta,
+	// limit) by a compare-and-set whose success alone proves the range
+	// (never a read-back after the write), retrying at once when another
+	// writer won. delta is step when step > 0, else the row's own step;
+	// limit is the last number the tag's format has an ID for, so max_id
+	// never passes it and Size is below delta at the tag's end. The
+	// returned range is (MaxID-Size, MaxID]; it must only be returned once
+	// that write committed. Errors: ErrUnknownTag when there is no row,
+	// ErrExhausted when max_id is at limit or past it (nothing is
+	// written); anything else is a store fault.
+	Fetch(ctx context.Context, tag string, limit, step int64) (Fetched, error)
 
 	// GiveBack sets max_id to newMax only if it still equals oldMax
 	// (compare-and-set), returning whether it did. It hands unused IDs back on

@@ -66,7 +66,7 @@ func TestTagsFollowReloads(t *testing.T) {
 	if err := st.CreateTag(ctx, segment.Tag{AppTag: "c", Step: 10, Start: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Fetch(ctx, "a", 0); err != nil {
+	if _, err := st.Fetch(ctx, "a", segment.MaxUsableID, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool {

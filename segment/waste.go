@@ -17,14 +17,16 @@ type WasteReason string
 // refused as rewound (ErrRewound) is the store's confusion, counted as a
 // refused range instead.
 const (
-	// WasteBatch: a batch (NextN) larger than both segments is claimed in
-	// parts; when a later part fails, the IDs claimed for the earlier ones
-	// are lost.
+	// WasteBatch: a batch claimed whole whose IDs could not be made of
+	// its indexes (a scrambled tag's permutation refusing one, which its
+	// limit rules out). A batch that cannot be claimed whole claims
+	// nothing (batch.go), so this is the reason's only case.
 	WasteBatch WasteReason = "batch_failed"
-	// WasteInterleaved: at Close, the unused rest of the current segment
-	// when another instance fetched a range between it and the prefetched
-	// one. Only IDs up to the row's max_id can be handed back; these lie
-	// below another instance's range.
+	// WasteInterleaved: at Close, the unused IDs of a segment (the rest
+	// of the current one, or a prefetched one) when another instance
+	// fetched a range between it and the next prefetched one. Only IDs up
+	// to the row's max_id can be handed back; these lie below another
+	// instance's range.
 	WasteInterleaved WasteReason = "interleaved"
 	// WasteGiveBackRefused: at Close, the row's max_id had moved on (another
 	// instance fetched after this one), so the unused IDs cannot be handed
@@ -65,8 +67,8 @@ func (b *buffer) owner() *buffer {
 // failed after its context's deadline with ErrFetchTimedOut.
 type timedStore struct{ Store }
 
-func (s timedStore) Fetch(ctx context.Context, tag string, step int64) (Fetched, error) {
-	f, err := s.Store.Fetch(ctx, tag, step)
+func (s timedStore) Fetch(ctx context.Context, tag string, limit, step int64) (Fetched, error) {
+	f, err := s.Store.Fetch(ctx, tag, limit, step)
 	return f, timedOut(ctx, err)
 }
 

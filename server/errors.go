@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/segment"
 )
 
 // Response codes of the contract's table (API.md §2).
@@ -47,6 +48,10 @@ type answer struct {
 	// retryAfter is the Retry-After, in seconds, of an answer whose error
 	// says when to retry; 0 for none (a 503 then gets send's).
 	retryAfter int64
+	// left is what a batch refused as larger than its tag has left
+	// (segment.TooLargeError) may ask for instead, sent as "left" so that
+	// a client reads it without reading words; 0 for none.
+	left int64
 }
 
 // retryAfterError is an error that says when to retry
@@ -154,6 +159,9 @@ func classify(err error) answer {
 			if ra, ok := errors.AsType[retryAfterError](err); ok {
 				ans.retryAfter = ra.RetryAfterSeconds()
 			}
+			if tl, ok := errors.AsType[*segment.TooLargeError](err); ok {
+				ans.left = tl.Left
+			}
 			return ans
 		}
 		return internalAnswer
@@ -167,7 +175,8 @@ func classify(err error) answer {
 }
 
 // appendTo appends a's envelope to b, open for more fields:
-// {"resp_code":N,"msg":"…","kind":"…" and "field" when there is one.
+// {"resp_code":N,"msg":"…","kind":"…", "field" when there is one and
+// "left" when there is one.
 func (a answer) appendTo(b []byte) []byte {
 	b = append(b, `{"resp_code":`...)
 	b = strconv.AppendInt(b, int64(a.code), 10)
@@ -178,6 +187,10 @@ func (a answer) appendTo(b []byte) []byte {
 	if a.field != "" {
 		b = append(b, `,"field":`...)
 		b = appendString(b, a.field)
+	}
+	if a.left > 0 {
+		b = append(b, `,"left":`...)
+		b = strconv.AppendInt(b, a.left, 10)
 	}
 	return b
 }

@@ -47,7 +47,7 @@ import (
 //
 // "buffered" counts every tag's, "total" the tags the prefix keeps, on
 // every page. A tag this instance has not served yet shows its row's step
-// and zeros.
+// and max_id, and zeros.
 //
 // A dated tag's object adds its settings and current period (dated.go),
 // its max_id, buffer and fetch fields being that period's:
@@ -120,7 +120,9 @@ func sendGzipped(w http.ResponseWriter, body []byte) {
 }
 
 // snapshotOf is row's snapshot, or for a tag this instance has no buffer
-// for (yet) the row's settings and zeros.
+// for (yet) the row's settings and zeros. Until this instance's first
+// fetch (of a dated tag's current period) its max_id is the row's, from
+// start − 1 up: no fetch's 0.
 func (s *Server) snapshotOf(row *segment.Tag) segment.TagSnapshot {
 	snap, ok := s.seg.Snapshot(row.AppTag)
 	if !ok {
@@ -129,6 +131,9 @@ func (s *Server) snapshotOf(row *segment.Tag) segment.TagSnapshot {
 	}
 	if snap.RowStep == 0 {
 		snap.RowStep = row.Step
+	}
+	if snap.LastFetch.IsZero() {
+		snap.MaxID = row.MaxID
 	}
 	return snap
 }

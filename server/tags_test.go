@@ -97,7 +97,7 @@ func TestListTagsFromReload(t *testing.T) {
 
 			// Another instance fetches and creates; the next reload shows it.
 			other := db.Open(t)
-			if _, err := other.Fetch(ctx, "test_business", 0); err != nil {
+			if _, err := other.Fetch(ctx, "test_business", segment.MaxUsableID, 0); err != nil {
 				t.Fatal(err)
 			}
 			if err := other.CreateTag(ctx, segment.Tag{AppTag: "zeta", Step: 5, Start: 1}); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/idalloc/idalloc/segment"
 )
@@ -19,7 +20,7 @@ func (d *db) AdvanceTag(ctx context.Context, tag string, by int64) (from, to int
 	}
 	var f segment.Fetched
 	err = d.retryRaces(ctx, "advance", func() (err error) {
-		f, err = d.tryFetch(ctx, tag, by)
+		f, err = d.tryFetch(ctx, tag, math.MaxInt64, by, true)
 		return err
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func TestPostgresBeforeFormatColumns(t *testing.T) {
 	defer st.Close()
 	tags, err := st.Tags(ctx)
 	checkOldRow(t, tags, err, 70)
-	if f, err := st.Fetch(ctx, "orders", 0); err != nil || f.MaxID != 80 {
+	if f, err := st.Fetch(ctx, "orders", segment.MaxUsableID, 0); err != nil || f.MaxID != 80 {
 		t.Errorf("Fetch(orders) = %+v, %v; want max_id 80", f, err)
 	}
 	err = st.CreateTag(ctx, scrambledTag)

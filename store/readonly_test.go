@@ -28,7 +28,7 @@ func sqliteFile(t *testing.T, dir string) string {
 	if err := st.CreateTag(t.Context(), segment.Tag{AppTag: "orders", Step: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Fetch(t.Context(), "orders", 0); err != nil {
+	if _, err := st.Fetch(t.Context(), "orders", segment.MaxUsableID, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

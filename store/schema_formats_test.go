@@ -82,7 +82,7 @@ func TestMySQLBeforeFormatColumns(t *testing.T) {
 	defer st.Close()
 	tags, err := st.Tags(ctx)
 	checkOldRow(t, tags, err, 70)
-	if f, err := st.Fetch(ctx, "orders", 0); err != nil || f.MaxID != 80 {
+	if f, err := st.Fetch(ctx, "orders", segment.MaxUsableID, 0); err != nil || f.MaxID != 80 {
 		t.Errorf("Fetch(orders) = %+v, %v; want max_id 80", f, err)
 	}
 	if err := st.CreateTag(ctx, segment.Tag{AppTag: "seq", Step: 10, Format: segment.FormatSequential}); err != nil {

@@ -37,7 +37,7 @@ func TestStoreWorksWithTheClockIn2040(t *testing.T) {
 			if err := st.CreateTag(ctx, segment.Tag{AppTag: "orders", Step: 10}); err != nil {
 				t.Fatalf("CreateTag: %v", err)
 			}
-			if f, err := st.Fetch(ctx, "orders", 0); err != nil || f.MaxID != 10 {
+			if f, err := st.Fetch(ctx, "orders", segment.MaxUsableID, 0); err != nil || f.MaxID != 10 {
 				t.Fatalf("Fetch = %+v, %v; want max_id 10", f, err)
 			}
 			if ok, err := st.GiveBack(ctx, "orders", 10, 5); err != nil || !ok {
@@ -224,7 +224,7 @@ func TestMySQLInitSchemaTurnsTimestampIntoDatetime(t *testing.T) {
 	}
 	defer again.Close()
 	store.FixClock(again, in2040)
-	if _, err := again.Fetch(t.Context(), "orders", 0); err != nil {
+	if _, err := again.Fetch(t.Context(), "orders", segment.MaxUsableID, 0); err != nil {
 		t.Fatalf("Fetch with the clock in 2040: %v", err)
 	}
 	// InitSchema created what was missing around the converted tables.

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -15,19 +14,19 @@ import (
 )
 
 // Fetch reserves the next range of tag: it reads the row's max_id and step,
-// then moves max_id from the value read to that plus delta by one
+// then moves max_id from the value read to min(max_id+delta, limit) by one
 // compare-and-set statement that commits on its own. Exactly one row matched
 // proves the range (old, new] is this caller's, whatever happened around the
 // statement; no lock is taken and nothing is read back. A statement that
 // matched nothing, or that the database refused as a lost race (MySQL's
 // 1213 or 1205, PostgreSQL's 40001 or 40P01),
 // means another writer moved the row: Fetch reads again at once, a bounded
-// number of times. Errors: segment.ErrUnknownTag, segment.ErrExhausted (the
-// range would pass math.MaxInt64).
-func (d *db) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
+// number of times. Errors: segment.ErrUnknownTag, segment.ErrExhausted
+// (max_id at limit or past it: nothing is written).
+func (d *db) Fetch(ctx context.Context, tag string, limit, step int64) (segment.Fetched, error) {
 	var f segment.Fetched
 	err := d.retryRaces(ctx, "fetch", func() (err error) {
-		f, err = d.tryFetch(ctx, tag, step)
+		f, err = d.tryFetch(ctx, tag, limit, step, false)
 		return err
 	})
 	if err != nil {
@@ -37,8 +36,9 @@ func (d *db) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched
 }
 
 // tryFetch is one read and compare-and-set; errLostRace when another writer
-// moved max_id in between.
-func (d *db) tryFetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
+// moved max_id in between. whole refuses a move that would pass limit
+// (ErrExhausted) rather than stop at it.
+func (d *db) tryFetch(ctx context.Context, tag string, limit, step int64, whole bool) (segment.Fetched, error) {
 	var row struct {
 		MaxID int64 `db:"max_id"`
 		Step  int64 `db:"step"`
@@ -58,10 +58,17 @@ func (d *db) tryFetch(ctx context.Context, tag string, step int64) (segment.Fetc
 		// A hand-edited row; a zero-size range would stall the allocator.
 		return segment.Fetched{}, fmt.Errorf("row step %d is not positive", row.Step)
 	}
-	if row.MaxID > math.MaxInt64-delta {
+	switch {
+	case row.MaxID < 0:
+		// Hand-edited too: every row starts at start-1 ≥ 0.
+		return segment.Fetched{}, fmt.Errorf("max_id %d is negative", row.MaxID)
+	case row.MaxID >= limit, whole && delta > limit-row.MaxID:
 		return segment.Fetched{}, segment.ErrExhausted
 	}
-	newMax := row.MaxID + delta
+	newMax := limit
+	if delta < limit-row.MaxID { // no overflow: 0 ≤ max_id < limit
+		newMax = row.MaxID + delta
+	}
 	ok, err := execOne(ctx, d.x, d.q(`UPDATE segments SET max_id = ?, update_time = {now}
 		WHERE app_tag = ? AND max_id = ?`), newMax, tag, row.MaxID)
 	if err != nil {
@@ -70,7 +77,7 @@ func (d *db) tryFetch(ctx context.Context, tag string, step int64) (segment.Fetc
 	if !ok {
 		return segment.Fetched{}, errLostRace
 	}
-	return segment.Fetched{MaxID: newMax, Size: delta, Step: row.Step}, nil
+	return segment.Fetched{MaxID: newMax, Size: newMax - row.MaxID, Step: row.Step}, nil
 }
 
 // GiveBack sets max_id of tag to newMax only if it still is oldMax.

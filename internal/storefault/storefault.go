@@ -28,11 +28,11 @@ type Stoppable struct {
 }
 
 // Fetch fails while down, else calls Store.Fetch.
-func (s *Stoppable) Fetch(ctx context.Context, tag string, step int64) (segment.Fetched, error) {
+func (s *Stoppable) Fetch(ctx context.Context, tag string, limit, step int64) (segment.Fetched, error) {
 	if s.Down.Load() {
 		return segment.Fetched{}, ErrStopped
 	}
-	return s.Store.Fetch(ctx, tag, step)
+	return s.Store.Fetch(ctx, tag, limit, step)
 }
 
 // GiveBack fails while down, else calls Store.GiveBack.

@@ -6,7 +6,8 @@
 //	r, err := store.OpenTinyid(ctx, "mysql", db.DSN)
 //
 // The tables have the columns of Tinyid's db.sql, written for each engine
-// a copy of them may be on. It is imported by tests only.
+// a copy of them may be on, and Sample is the rows it inserts. It is
+// imported by tests only.
 package tinyidtest
 
 import (
@@ -43,6 +44,19 @@ var tables = []string{
 		remark      VARCHAR(255) NOT NULL DEFAULT '',
 		create_time TIMESTAMP    NOT NULL DEFAULT '2010-01-01 00:00:00',
 		update_time TIMESTAMP    NOT NULL DEFAULT '2010-01-01 00:00:00')`,
+}
+
+// Sample is the rows Tinyid's own db.sql (tinyid-server/db.sql) inserts,
+// as a new deployment has them: the biz_types test and test_odd (delta 2,
+// remainder 1: the odd numbers), and the token
+// 0f673adf80504e2eaa552f5d791b644c allowed both, a row each.
+var Sample = []string{
+	`INSERT INTO tiny_id_info (id, biz_type, begin_id, max_id, step, delta, remainder, create_time, update_time, version) VALUES
+		(1, 'test', 1, 1, 100000, 1, 0, '2018-07-21 23:52:58', '2018-07-22 23:19:27', 1),
+		(2, 'test_odd', 1, 1, 100000, 2, 1, '2018-07-21 23:52:58', '2018-07-23 00:39:24', 3)`,
+	`INSERT INTO tiny_id_token (id, token, biz_type, remark, create_time, update_time) VALUES
+		(1, '0f673adf80504e2eaa552f5d791b644c', 'test', '1', '2017-12-14 16:36:46', '2017-12-14 16:36:48'),
+		(2, '0f673adf80504e2eaa552f5d791b644c', 'test_odd', '1', '2017-12-14 16:36:46', '2017-12-14 16:36:48')`,
 }
 
 var autoIncrement = map[string]string{

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
@@ -59,11 +60,12 @@ func (e refusedTagsError) Error() string {
 	return fmt.Sprintf("%d of %d tags not migrated (listed above, each with the reason); every other tag was", e.refused, e.total)
 }
 
-// migrateTags carries every tag idalloc can take, reports each one it
-// cannot with the reason, and then returns a refusedTagsError if any was.
-// carried names the tags the target now has as the source has them, whose
-// period counters may follow (migratePeriods).
-func migrateTags(ctx context.Context, from tagSource, to segment.Store, report func(string)) (carried map[string]bool, err error) {
+// migrateTags carries every tag idalloc can take but those of skip, which
+// it reports as left out, reports each one it cannot take with the
+// reason, and then returns a refusedTagsError if any was. carried names
+// the tags the target now has as the source has them, whose period
+// counters may follow (migratePeriods).
+func migrateTags(ctx context.Context, from tagSource, to segment.Store, skip skipSet, report func(string)) (carried map[string]bool, err error) {
 	src, err := from.Tags(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read source tags: %w", err)
@@ -79,6 +81,9 @@ func migrateTags(ctx context.Context, from tagSource, to segment.Store, report f
 	}
 	refused := 0
 	for _, t := range src {
+		if skip.leftOut(t.AppTag, report) {
+			continue
+		}
 		if why := refusal(t); why != "" {
 			// %q: the name is the source's, not checked, and may hold
 			// anything a terminal would act on.
@@ -192,9 +197,11 @@ func datedSettings(t segment.Tag) string {
 // raise advances tag's max_id on st to at least want, from a read of have.
 // It checks what each fetch returns and goes on until it is there: a live
 // instance on the target may give IDs back between the read and the fetch.
+// Its fetches stop at no format's last number: want is the source's
+// max_id, which the target's must reach whatever the format.
 func raise(ctx context.Context, st segment.Store, tag string, have, want int64) error {
 	for have < want {
-		f, err := st.Fetch(ctx, tag, want-have)
+		f, err := st.Fetch(ctx, tag, math.MaxInt64, want-have)
 		if err != nil {
 			return err
 		}

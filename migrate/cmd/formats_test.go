@@ -49,7 +49,7 @@ func TestMigrateCarriesFormats(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			_, err = migrateTags(ctx, from, to, func(s string) { out.WriteString(s + "\n") })
+			_, err = migrateTags(ctx, from, to, nil, func(s string) { out.WriteString(s + "\n") })
 			if !errors.As(err, new(refusedTagsError)) {
 				t.Fatalf("migrateTags = %v, want the clash refused", err)
 			}

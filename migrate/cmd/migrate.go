@@ -29,6 +29,7 @@ import (
 const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres|leaf|tinyid] [-from-dsn DSN]
                        [-from-engine mysql|postgres|sqlite] [-to-driver mysql|postgres|sqlite]
                        -to-dsn DSN [-init-schema] [-force] [-region-count R -region-id r]
+                       [-skip-tags NAME,...]
 
 Carries every tag from one store to another so that no ID repeats after the
 move: on the target, a tag's max_id is raised to at least the source's (never
@@ -64,14 +65,23 @@ user may only read will do:
             -region-id r: the IDs ≡ r mod R, which the target then records
             as its region, API.md §13); without those flags, only delta 1
             and remainder 0. Any other row cannot be honoured: each is
-            listed and nothing is migrated. tiny_id_token's tokens are read
-            and imported. Stop Tinyid's servers first.
+            listed and nothing is migrated, unless it is left out with
+            -skip-tags (Tinyid's own sample data has one: test_odd, of
+            delta 2 and remainder 1). tiny_id_token's tokens are read and
+            imported, without the tags left out. Stop Tinyid's servers
+            first.
 
 A tag idalloc cannot take (a name outside ^[A-Za-z0-9_.:-]{1,64}$, a step
 below 1, a max_id out of range) is not migrated: each is listed with the
 reason, every other tag is migrated, and the command exits with status 1.
 Create such a tag under a name idalloc accepts, with "start" above its
 max_id (POST /tags), and point its clients there.
+
+-skip-tags leaves the source tags it names out (a Leaf biz_tag, a Tinyid
+biz_type): they are not copied, nor their period counters, and they are
+dropped from the Tinyid tokens imported (a token left with no tag is not
+imported). Each is listed as left out. A name the source does not have is
+refused, naming it, before anything is written.
 
 The region a source database serves (API.md §13: region.count above 1)
 comes with it: the target records the same, and a target that records
@@ -129,6 +139,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
 	regionCount := fs.Int64("region-count", 0, "the target's region count R, which it then records (a Tinyid source's rows of delta R are honoured)")
 	regionID := fs.Int64("region-id", 0, "the target's region r, from 0 to R − 1 (a Tinyid source's rows of remainder r are honoured)")
+	skipTags := fs.String("skip-tags", "", "source tags to leave out, separated by commas: not copied, nor their period counters, and dropped from the Tinyid tokens imported")
 	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -137,6 +148,10 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *toDSN == "" {
 		return errors.New("-to-dsn is required")
+	}
+	skip, err := parseSkip(*skipTags)
+	if err != nil {
+		return err
 	}
 	fromDSNSet := false
 	fs.Visit(func(f *flag.Flag) { fromDSNSet = fromDSNSet || f.Name == "from-dsn" })
@@ -180,10 +195,13 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("open source: %w", err)
 	}
 	defer from.Close()
+	// Before the target is opened, which -init-schema would change.
+	if err := skip.check(ctx, from); err != nil {
+		return err
+	}
 	tinyid, isTinyid := from.(tinyidSource)
 	if isTinyid {
-		// Before the target is opened, which -init-schema would change.
-		if err := checkTinyid(ctx, tinyid, region, report); err != nil {
+		if err := checkTinyid(ctx, tinyid, region, skip, report); err != nil {
 			return err
 		}
 	}
@@ -209,13 +227,13 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	if err := migrateRegion(ctx, from, to, region, report); err != nil {
 		return err
 	}
-	carried, tagsErr := migrateTags(ctx, from, to, report)
+	carried, tagsErr := migrateTags(ctx, from, to, skip, report)
 	if tagsErr != nil && !errors.As(tagsErr, new(refusedTagsError)) {
 		return tagsErr
 	}
 	// The valid tags moved; so do their period counters and the worker-ID
 	// history, whatever was refused.
-	periodsErr := migratePeriods(ctx, from, to, carried, report)
+	periodsErr := migratePeriods(ctx, from, to, carried, skip, report)
 	if periodsErr != nil && !errors.As(periodsErr, new(refusedPeriodsError)) {
 		return periodsErr
 	}
@@ -223,7 +241,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if isTinyid {
-		if err := migrateTinyidTokens(ctx, tinyid, to, report); err != nil {
+		if err := migrateTinyidTokens(ctx, tinyid, to, skip, report); err != nil {
 			return err
 		}
 	}

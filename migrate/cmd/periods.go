@@ -32,8 +32,9 @@ func (e refusedPeriodsError) Error() string {
 // lowered, and made where missing, so that a dated tag's numbers of a
 // period continue above what the source issued of it. A counter whose tag
 // was not carried is listed and left: the target's tag of that name, if
-// any, is another tag. It returns a refusedPeriodsError if any was left.
-func migratePeriods(ctx context.Context, from periodSource, to periodTarget, carried map[string]bool, report func(string)) error {
+// any, is another tag. It returns a refusedPeriodsError if any was left
+// but for those of the tags of skip, which are listed as left out.
+func migratePeriods(ctx context.Context, from periodSource, to periodTarget, carried map[string]bool, skip skipSet, report func(string)) error {
 	src, err := from.Periods(ctx)
 	if err != nil {
 		return fmt.Errorf("read source period counters: %w", err)
@@ -56,6 +57,10 @@ func migratePeriods(ctx context.Context, from periodSource, to periodTarget, car
 	}
 	refused := 0
 	for _, c := range src {
+		if skip[c.AppTag] {
+			report(fmt.Sprintf("tag %q period %d: left out with its tag (-skip-tags)", c.AppTag, c.Stamp))
+			continue
+		}
 		if !carried[c.AppTag] {
 			// %q: the name is the source's, and may be no valid tag.
 			report(fmt.Sprintf("tag %q period %d: NOT MIGRATED: its tag was not", c.AppTag, c.Stamp))

@@ -98,7 +98,7 @@ func TestMigrateFromOneDatabaseToRegions(t *testing.T) {
 	ctx := t.Context()
 	src := storetest.SQLite().NewDB(t)
 	st := src.Open(t)
-	if _, err := st.Fetch(ctx, "test_business", 50); err != nil { // IDs 1-50 issued
+	if _, err := st.Fetch(ctx, "test_business", segment.MaxUsableID, 50); err != nil { // IDs 1-50 issued
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil { // a source held open is in use
@@ -148,7 +148,7 @@ func TestMigrateFromOneDatabaseToRegions(t *testing.T) {
 	if err := used.CreateTag(ctx, segment.Tag{AppTag: "own", Step: 10, Start: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := used.Fetch(ctx, "own", 0); err != nil {
+	if _, err := used.Fetch(ctx, "own", segment.MaxUsableID, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := used.Close(); err != nil {

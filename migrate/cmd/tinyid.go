@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
@@ -22,11 +23,19 @@ type tinyidSource interface {
 }
 
 // tinyidRefusedError is a Tinyid database with rows idalloc cannot honour:
-// each is listed in the report, and nothing was migrated.
-type tinyidRefusedError struct{ refused, total int }
+// each is listed in the report, and nothing was migrated. names are
+// theirs, for the -skip-tags that would leave them out.
+type tinyidRefusedError struct {
+	refused, total int
+	names          []string
+}
 
 func (e tinyidRefusedError) Error() string {
-	return fmt.Sprintf("%d of %d Tinyid rows cannot be honoured (listed above, each with the reason); nothing was migrated", e.refused, e.total)
+	msg := fmt.Sprintf("%d of %d Tinyid rows cannot be honoured (listed above, each with the reason); nothing was migrated", e.refused, e.total)
+	if e.refused < e.total && !slices.ContainsFunc(e.names, func(n string) bool { return strings.ContainsAny(n, ", ") }) {
+		msg += "; to migrate the others without them, add -skip-tags " + strings.Join(e.names, ",")
+	}
+	return msg
 }
 
 // checkTinyid refuses the whole migration when a row of tiny_id_info
@@ -38,8 +47,9 @@ func (e tinyidRefusedError) Error() string {
 // and its ID remainder, so such rows are honoured there; carried into
 // anything else, they would repeat the IDs the other databases issued.
 // Every row refused is listed, then it returns a tinyidRefusedError,
-// before the target is opened: nothing changes.
-func checkTinyid(ctx context.Context, src tinyidSource, region *segment.Region, report func(string)) error {
+// before the target is opened: nothing changes. The rows of skip are not
+// looked at: they are left out.
+func checkTinyid(ctx context.Context, src tinyidSource, region *segment.Region, skip skipSet, report func(string)) error {
 	rows, err := src.Segments(ctx)
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
@@ -48,12 +58,12 @@ func checkTinyid(ctx context.Context, src tinyidSource, region *segment.Region, 
 	if region != nil {
 		want = region.Normal()
 	}
-	refused := 0
+	var refused []string
 	for _, r := range rows {
-		if r.Delta == want.Count && r.Remainder == want.ID {
+		if skip[r.BizType] || r.Delta == want.Count && r.Remainder == want.ID {
 			continue
 		}
-		refused++
+		refused = append(refused, r.BizType)
 		fix := "which no region of idalloc serves"
 		if split := (segment.Region{Count: r.Delta, ID: r.Remainder}); r.Delta >= 1 && split.Check() == nil {
 			fix = fmt.Sprintf("migrate it with -region-count %d -region-id %d into the database of that region", r.Delta, r.Remainder)
@@ -62,8 +72,8 @@ func checkTinyid(ctx context.Context, src tinyidSource, region *segment.Region, 
 		report(fmt.Sprintf("%q: CANNOT BE HONOURED: delta %d and remainder %d, and the target serves %s: %s",
 			r.BizType, r.Delta, r.Remainder, targetRegion(want), fix))
 	}
-	if refused > 0 {
-		return tinyidRefusedError{refused: refused, total: len(rows)}
+	if len(refused) > 0 {
+		return tinyidRefusedError{refused: len(refused), total: len(rows), names: refused}
 	}
 	return nil
 }
@@ -112,12 +122,13 @@ func tinyidGrants(rows []store.TinyidToken) []tinyidGrant {
 // migrateTinyidTokens reads tiny_id_token and makes its grants idalloc's
 // per-tag tokens in to (API.md §12): each grant's name, its secret as the
 // chosen token, so Tinyid's clients keep sending what they send, its
-// tags. A grant already there (a second run) is left as it is; one
+// tags but those of skip (a grant left with none is reported and not
+// made). A grant already there (a second run) is left as it is; one
 // idalloc cannot take (a secret too short, a tag that is not a valid
 // app_tag) is reported and skipped: a token only decides who may ask for
 // IDs, never which IDs there are, so the tags' migration stands without
 // it. Each token made is in the audit log, by this command on this host.
-func migrateTinyidTokens(ctx context.Context, src tinyidSource, to access.Store, report func(string)) error {
+func migrateTinyidTokens(ctx context.Context, src tinyidSource, to access.Store, skip skipSet, report func(string)) error {
 	rows, err := src.Tokens(ctx)
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
@@ -130,10 +141,20 @@ func migrateTinyidTokens(ctx context.Context, src tinyidSource, to access.Store,
 	}
 	host, _ := os.Hostname()
 	for _, g := range tinyidGrants(rows) {
+		var without string
+		if left := slices.DeleteFunc(slices.Clone(g.tags), func(t string) bool { return skip[t] }); len(left) < len(g.tags) {
+			if len(left) == 0 {
+				// %q: the tags are the source's biz_types.
+				report(fmt.Sprintf("token %s for %q: not imported: every tag of it is left out (-skip-tags)", g.name, g.tags))
+				continue
+			}
+			without = fmt.Sprintf("; without %q, left out", slices.DeleteFunc(slices.Clone(g.tags), func(t string) bool { return !skip[t] }))
+			g.tags = left
+		}
 		_, tags, err := admin.Create(ctx, "idalloc migrate on "+host, access.NewToken{Name: g.name, AppTags: g.tags, Secret: g.secret})
 		switch {
 		case err == nil:
-			report(fmt.Sprintf("token %s for %q: imported (Tinyid's secret kept as the chosen token)", g.name, tags))
+			report(fmt.Sprintf("token %s for %q: imported (Tinyid's secret kept as the chosen token%s)", g.name, tags, without))
 		case errors.Is(err, access.ErrTokenExists), errors.Is(err, access.ErrSecretInUse):
 			report(fmt.Sprintf("token %s for %q: there already (%v), left as it is", g.name, g.tags, err))
 		case errs.KindOf(err) == errs.BadRequest:

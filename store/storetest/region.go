@@ -33,7 +33,10 @@ func regionCases() []testCase {
 // tag IssuedTag must find, "" for none.
 func regionIssuedCases() []testCase {
 	fetch := func(tag string) func(*testing.T, Store) error {
-		return func(t *testing.T, st Store) error { _, err := st.Fetch(t.Context(), tag, 0); return err }
+		return func(t *testing.T, st Store) error {
+			_, err := st.Fetch(t.Context(), tag, segment.MaxUsableID, 0)
+			return err
+		}
 	}
 	seq := segment.Tag{AppTag: "seq", Step: 10, Start: 1000}
 	fixed := segment.Tag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 4}
@@ -67,7 +70,7 @@ func regionIssuedCases() []testCase {
 		{"a new database, test_business unused", create(), ""},
 		{"tags created, none used", create(seq, fixed, daily), ""},
 		{"every ID fetched given back", func(t *testing.T, st Store) error {
-			f, err := st.Fetch(t.Context(), "test_business", 0)
+			f, err := st.Fetch(t.Context(), "test_business", segment.MaxUsableID, 0)
 			if err == nil {
 				_, err = st.GiveBack(t.Context(), "test_business", f.MaxID, 0)
 			}

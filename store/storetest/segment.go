@@ -24,7 +24,8 @@ func segmentCases() []testCase {
 		{"fetch/consecutive fetches are contiguous", testContiguousFetches},
 		{"fetch/explicit step overrides the row's step", testExplicitStep},
 		{"fetch/unknown tag", testFetchUnknown},
-		{"fetch/overflow is exhausted and changes nothing", testFetchOverflow},
+		{"fetch/stops at the limit, then is exhausted and changes nothing", testFetchLimit},
+		{"fetch/handles racing at the limit share it exactly", testConcurrentFetchesAtLimit},
 		{"fetch/a new handle continues above the last fetch", testFetchNewHandle},
 		{"fetch/handles fetching concurrently never overlap", testConcurrentFetches},
 		{"create/first ID is start", testCreateStart},
@@ -37,10 +38,10 @@ func segmentCases() []testCase {
 	}
 }
 
-// mustFetch fetches or fails t.
+// mustFetch fetches, with no limit a test reaches, or fails t.
 func mustFetch(t *testing.T, st Store, tag string, step int64) segment.Fetched {
 	t.Helper()
-	f, err := st.Fetch(t.Context(), tag, step)
+	f, err := st.Fetch(t.Context(), tag, segment.MaxUsableID, step)
 	if err != nil {
 		t.Fatalf("Fetch(%q, %d): %v", tag, step, err)
 	}
@@ -113,27 +114,113 @@ func testExplicitStep(t *testing.T, db DB) {
 }
 
 func testFetchUnknown(t *testing.T, db DB) {
-	_, err := db.Open(t).Fetch(t.Context(), "no_such_tag", 0)
+	_, err := db.Open(t).Fetch(t.Context(), "no_such_tag", segment.MaxUsableID, 0)
 	if !errors.Is(err, segment.ErrUnknownTag) {
 		t.Errorf("Fetch(unknown) error = %v, want %v", err, segment.ErrUnknownTag)
 	}
 }
 
-func testFetchOverflow(t *testing.T, db DB) {
+// testFetchLimit: a fetch moves max_id to min(max_id+delta, limit), so a
+// step larger than what is left reserves the rest, and a fetch at the
+// limit is refused without a write; up to math.MaxInt64 without
+// overflowing.
+func testFetchLimit(t *testing.T, db DB) {
 	st := db.Open(t)
-	// max_id = MaxInt64 - 6: room for exactly 6 more IDs.
+	mustCreate(t, st, segment.Tag{AppTag: "two_digits", Step: 10, Start: 10}) // max_id 9; IDs 10..99
+	for _, tc := range []struct {
+		name        string
+		limit, step int64
+		want        segment.Fetched
+		wantErr     error
+		wantMaxID   int64
+	}{
+		{"a step within the limit", 99, 80, segment.Fetched{MaxID: 89, Size: 80, Step: 10}, nil, 89},
+		{"a step past the limit stops there", 99, 100, segment.Fetched{MaxID: 99, Size: 10, Step: 10}, nil, 99},
+		{"at the limit: exhausted, nothing written", 99, 1, segment.Fetched{}, segment.ErrExhausted, 99},
+		{"past the limit (a lower one): exhausted, nothing written", 50, 0, segment.Fetched{}, segment.ErrExhausted, 99},
+		{"a higher limit serves again", 999, 0, segment.Fetched{MaxID: 109, Size: 10, Step: 10}, nil, 109},
+	} {
+		f, err := st.Fetch(t.Context(), "two_digits", tc.limit, tc.step)
+		if f != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+			t.Errorf("%s: Fetch(limit %d, step %d) = %+v, %v; want %+v, %v", tc.name, tc.limit, tc.step, f, err, tc.want, tc.wantErr)
+		}
+		if got := maxID(t, st, "two_digits"); got != tc.wantMaxID {
+			t.Errorf("%s: max_id = %d, want %d", tc.name, got, tc.wantMaxID)
+		}
+	}
+
+	// max_id = MaxInt64 - 6: room for exactly 6 more IDs below int64's end.
 	mustCreate(t, st, segment.Tag{AppTag: "nearly_full", Step: 10, Start: math.MaxInt64 - 5})
-	if _, err := st.Fetch(t.Context(), "nearly_full", 0); !errors.Is(err, segment.ErrExhausted) {
-		t.Errorf("Fetch(step 10) error = %v, want %v", err, segment.ErrExhausted)
+	if got, want := mustFetchTo(t, st, "nearly_full", math.MaxInt64, 10), (segment.Fetched{MaxID: math.MaxInt64, Size: 6, Step: 10}); got != want {
+		t.Errorf("Fetch(limit MaxInt64, step 10) = %+v, want %+v", got, want)
 	}
-	if got, want := maxID(t, st, "nearly_full"), int64(math.MaxInt64-6); got != want {
-		t.Errorf("max_id after failed fetch = %d, want %d", got, want)
-	}
-	if got, want := mustFetch(t, st, "nearly_full", 6).MaxID, int64(math.MaxInt64); got != want {
-		t.Errorf("Fetch(step 6).MaxID = %d, want %d", got, want)
-	}
-	if _, err := st.Fetch(t.Context(), "nearly_full", 1); !errors.Is(err, segment.ErrExhausted) {
+	if _, err := st.Fetch(t.Context(), "nearly_full", math.MaxInt64, 1); !errors.Is(err, segment.ErrExhausted) {
 		t.Errorf("Fetch at MaxInt64 error = %v, want %v", err, segment.ErrExhausted)
+	}
+	if got, want := maxID(t, st, "nearly_full"), int64(math.MaxInt64); got != want {
+		t.Errorf("max_id after the refused fetch = %d, want %d", got, want)
+	}
+}
+
+// mustFetchTo fetches up to limit or fails t.
+func mustFetchTo(t *testing.T, st Store, tag string, limit, step int64) segment.Fetched {
+	t.Helper()
+	f, err := st.Fetch(t.Context(), tag, limit, step)
+	if err != nil {
+		t.Fatalf("Fetch(%q, limit %d, step %d): %v", tag, limit, step, err)
+	}
+	return f
+}
+
+// testConcurrentFetchesAtLimit: three handles fetching a row with room
+// for 95 numbers, in steps of 7 up to a limit, together receive exactly
+// the numbers up to it, each once, then are all refused: the last range
+// is cut short, and no fetch moves max_id past the limit.
+func testConcurrentFetchesAtLimit(t *testing.T, db DB) {
+	const handles, step, limit = 3, 7, 99
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	mustCreate(t, db.Open(t), segment.Tag{AppTag: "bounded", Step: step, Start: 5}) // max_id 4
+	var mu sync.Mutex
+	var got []segment.Fetched
+	errs := make(chan error, handles)
+	var wg sync.WaitGroup
+	for range handles {
+		st := db.Open(t)
+		wg.Go(func() {
+			for {
+				f, err := st.Fetch(ctx, "bounded", limit, 0)
+				if errors.Is(err, segment.ErrExhausted) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				got = append(got, f)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Fetch: %v", err)
+	}
+	slices.SortFunc(got, func(a, b segment.Fetched) int { return cmp.Compare(a.MaxID, b.MaxID) })
+	prev := int64(4)
+	for _, f := range got {
+		if f.MaxID-f.Size != prev || f.Size < 1 || f.Size > step {
+			t.Fatalf("range (%d, %d] follows %d: want (%d, %d] or shorter at the limit", f.MaxID-f.Size, f.MaxID, prev, prev, prev+step)
+		}
+		prev = f.MaxID
+	}
+	if prev != limit {
+		t.Errorf("the ranges end at %d, want the limit %d", prev, limit)
+	}
+	if got := maxID(t, db.Open(t), "bounded"); got != limit {
+		t.Errorf("max_id = %d, want %d", got, limit)
 	}
 }
 
@@ -164,7 +251,7 @@ func testConcurrentFetches(t *testing.T, db DB) {
 		st := db.Open(t)
 		wg.Go(func() {
 			for range fetches {
-				f, err := st.Fetch(ctx, "shared", 0)
+				f, err := st.Fetch(ctx, "shared", segment.MaxUsableID, 0)
 				if err != nil {
 					errs <- err
 					return
@@ -233,7 +320,7 @@ func testCreateCaseSensitive(t *testing.T, db DB) {
 	st := db.Open(t)
 	mustCreate(t, st, segment.Tag{AppTag: "Orders", Step: 5})
 	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 7})
-	if _, err := st.Fetch(t.Context(), "ORDERS", 0); !errors.Is(err, segment.ErrUnknownTag) {
+	if _, err := st.Fetch(t.Context(), "ORDERS", segment.MaxUsableID, 0); !errors.Is(err, segment.ErrUnknownTag) {
 		t.Errorf("Fetch(ORDERS) error = %v, want %v", err, segment.ErrUnknownTag)
 	}
 	if got, want := mustFetch(t, st, "orders", 0).Step, int64(7); got != want {
