@@ -16,6 +16,9 @@
 //     a private etcd's data wiped, the SQL worker_leases rows deleted), and a
 //     second instance starts at once: no duplicate, the new grant waits out
 //     TTL + max_drift_error (needs redis-server, etcd);
+//   - two snowflake instances under load while their cluster's
+//     worker_leases rows are deleted three times, then one worker ID's row:
+//     no duplicate, each next grant of a deleted worker ID waits;
 //   - SIGTERM under load (/health draining at once, /alloc served through the
 //     drain, exit status 0);
 //   - a scrambled tag across graceful restarts and a kill -9 (no ID repeats,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +42,16 @@ func TestConformance(t *testing.T) {
 				// holders' etcd leases live on, as a client's would until
 				// it hears of the loss.
 				Forget: func(tb testing.TB) { deletePrefix(tb, srv, prefix) },
+				ForgetCluster: func(tb testing.TB, cluster string) {
+					deletePrefix(tb, srv, prefix+url.PathEscape(cluster)+"/")
+				},
+				// Its hold key and its last key; the holder's etcd lease
+				// lives on.
+				ForgetWorker: func(tb testing.TB, cluster string, workerID int64) {
+					for _, kind := range []string{"hold", "last"} {
+						deleteKeys(tb, srv, fmt.Sprintf("%s%s/%s/%d", prefix, url.PathEscape(cluster), kind, workerID))
+					}
+				},
 			}
 		},
 		Unreachable: func(tb testing.TB) workerlease.Store {
@@ -68,6 +79,11 @@ func TestConformance(t *testing.T) {
 // deletePrefix removes a namespace's keys; its etcd leases, if any are
 // left, end by themselves.
 func deletePrefix(tb testing.TB, srv *etcdtest.Server, prefix string) {
+	deleteKeys(tb, srv, prefix, clientv3.WithPrefix())
+}
+
+// deleteKeys deletes key, or with clientv3.WithPrefix every key under it.
+func deleteKeys(tb testing.TB, srv *etcdtest.Server, key string, opts ...clientv3.OpOption) {
 	c, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		tb.Errorf("etcd client: %v", err)
@@ -76,7 +92,7 @@ func deletePrefix(tb testing.TB, srv *etcdtest.Server, prefix string) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := c.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
-		tb.Errorf("delete %s: %v", prefix, err)
+	if _, err := c.Delete(ctx, key, opts...); err != nil {
+		tb.Errorf("delete %s: %v", key, err)
 	}
 }

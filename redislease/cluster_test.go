@@ -81,12 +81,12 @@ func TestClusterConformance(t *testing.T) {
 	tg := leasetest.Target{
 		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := freshClusterPrefix(tb)
-			return leasetest.Namespace{
+			return forgetScoped(leasetest.Namespace{
 				Open: func(tb testing.TB) workerlease.Store {
 					return New(newClusterClient(tb), Options{Prefix: prefix})
 				},
 				Forget: func(tb testing.TB) { deleteClusterKeys(tb, newClusterClient(tb), prefix) },
-			}
+			}, prefix, func(tb testing.TB) redis.Cmdable { return newClusterClient(tb) })
 		},
 		TTL: 400 * time.Millisecond,
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
@@ -16,13 +18,13 @@ func TestConformance(t *testing.T) {
 	tg := leasetest.Target{
 		Fresh: func(tb testing.TB) leasetest.Namespace {
 			prefix := freshPrefix(tb) // skips tb when Redis is down
-			return leasetest.Namespace{
+			return forgetScoped(leasetest.Namespace{
 				Open: func(tb testing.TB) workerlease.Store {
 					return New(newTestClient(tb), Options{Prefix: prefix})
 				},
 				// FLUSHALL, for this namespace only: the test Redis is shared.
 				Forget: func(tb testing.TB) { deleteKeys(tb, newTestClient(tb), prefix) },
-			}
+			}, prefix, func(tb testing.TB) redis.Cmdable { return newTestClient(tb) })
 		},
 		Unreachable: func(tb testing.TB) workerlease.Store {
 			st, err := Open("redis://"+closedAddr(tb)+"/0", Options{})

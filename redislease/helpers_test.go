@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idalloc/idalloc/workerlease"
+	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
 func TestMain(m *testing.M) {
@@ -76,6 +78,26 @@ func deleteKeys(tb testing.TB, c *redis.Client, prefix string) {
 			tb.Errorf("delete test key %q: %v", k, err)
 		}
 	}
+}
+
+// forgetScoped adds to ns the hooks that lose one cluster's records (its
+// lease hash and layout keys deleted) or one worker ID's (its four fields
+// of the lease hash deleted), on the Redis that client returns.
+func forgetScoped(ns leasetest.Namespace, prefix string, client func(testing.TB) redis.Cmdable) leasetest.Namespace {
+	keys := &Store{prefix: prefix}
+	ns.ForgetCluster = func(tb testing.TB, cluster string) {
+		if err := client(tb).Del(context.Background(), keys.leaseKey(cluster), keys.layoutKey(cluster)).Err(); err != nil {
+			tb.Fatalf("delete the keys of cluster %q: %v", cluster, err)
+		}
+	}
+	ns.ForgetWorker = func(tb testing.TB, cluster string, workerID int64) {
+		id := strconv.FormatInt(workerID, 10)
+		err := client(tb).HDel(context.Background(), keys.leaseKey(cluster), id+":t", id+":h", id+":e", id+":l").Err()
+		if err != nil {
+			tb.Fatalf("delete the fields of worker %d in cluster %q: %v", workerID, cluster, err)
+		}
+	}
+	return ns
 }
 
 // keysUnder lists the keys that start with prefix (which holds no glob

@@ -318,3 +318,24 @@ func TestCheckLayout(t *testing.T) {
 		t.Errorf("CheckLayout from a second client = %v, want %v", err, snowflake.ErrLayoutMismatch)
 	}
 }
+
+// TestAcquireWithoutLastTimestamp: a worker ID whose last timestamp field
+// is lost (the other fields kept) is granted with no history: the
+// reservation of its last holder, who may still issue, is gone with it.
+func TestAcquireWithoutLastTimestamp(t *testing.T) {
+	r := newRig(t)
+	a := mustAcquire(t, r, request("c", "token-a", 0))
+	if _, err := r.Renew(t.Context(), "c", a.WorkerID, a.Token, time.Minute, time.Now().UnixMilli()); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if err := r.Release(t.Context(), "c", a.WorkerID, a.Token, 0); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := r.raw.HDel(t.Context(), r.leaseKey("c"), "0:l").Err(); err != nil {
+		t.Fatalf("HDEL: %v", err)
+	}
+	if got := mustAcquire(t, r, request("c", "token-b", 0)); got.WorkerID != 0 || !got.NoHistory || got.LastTimestampMS != 0 {
+		t.Errorf("grant after the last timestamp was lost = worker %d, NoHistory %v, last_timestamp_ms %d; want worker 0, true, 0",
+			got.WorkerID, got.NoHistory, got.LastTimestampMS)
+	}
+}

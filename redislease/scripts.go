@@ -39,8 +39,8 @@ local function fmt(n) return string.format('%d', n) end
 // acquireScript grants the preferred free worker ID of the cluster.
 // KEYS: lease hash. ARGV: max worker ID, token, holder, TTL ms, the caller's
 // now in ms. Returns {"ok", id, expiry ms, last_timestamp_ms, no history
-// "1" or "0"} or {"none"}. No history: the hash had no field of that ID
-// (never leased, or Redis forgot it).
+// "1" or "0"} or {"none"}. No history: the hash had no last timestamp of
+// that ID (never leased, or Redis forgot it, or that field alone).
 //
 // It reads the whole hash rather than probing each ID up to the maximum:
 // the hash holds only IDs ever leased, so a cluster with a large worker ID
@@ -82,7 +82,7 @@ if not best then return {'none'} end
 
 local id, exp = fmt(best), fmt(now + ttl)
 local last = (rows[best] and rows[best].l) or '0'
-local fresh = rows[best] and '0' or '1'
+local fresh = (rows[best] and rows[best].l) and '0' or '1'
 redis.call('HSET', key, id .. ':t', token, id .. ':h', holder, id .. ':e', exp, id .. ':l', last)
 return {'ok', id, exp, last, fresh}
 `)

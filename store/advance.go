@@ -62,7 +62,8 @@ func (d *db) AdvancePeriod(ctx context.Context, tag string, stamp, start, limit,
 
 // AdvanceLeases raises the last_timestamp_ms of every worker ID of every
 // cluster to at least toMS, so that the next holder of each starts after
-// it (idalloc advance, after a restore), and removes the genesis row. Each row moves by a
+// it (idalloc advance, after a restore), and removes the genesis row and
+// the worker IDs' marks (genesis.go). Each row moves by a
 // compare-and-set on the value read, read again when a holder raised it
 // in between, and is never lowered; a lease stays held. With dryRun
 // nothing is written. each is called once per row with the value before
@@ -77,7 +78,7 @@ func (d *db) AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each fu
 		// backup, whose holders may still run: from now on a worker ID
 		// with no row is not taken to be new, and its first grant waits.
 		if _, err := d.x.ExecContext(ctx, d.q(`DELETE FROM worker_leases WHERE cluster = ''`)); err != nil {
-			return fmt.Errorf("advance leases: remove the genesis row: %w", err)
+			return fmt.Errorf("advance leases: remove the genesis row and the marks: %w", err)
 		}
 	}
 	for _, r := range rows {

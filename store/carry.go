@@ -16,7 +16,8 @@ type LeaseTimestamp struct {
 }
 
 // LeaseTimestamps lists every worker ID's history, for moving to another
-// store (idalloc migrate); the genesis row is no worker ID's.
+// store (idalloc migrate); the rows of cluster "" (genesis.go) are no
+// worker ID's.
 func (d *db) LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error) {
 	var out []LeaseTimestamp
 	err := sqlx.SelectContext(ctx, d.x, &out,
@@ -29,7 +30,8 @@ func (d *db) LeaseTimestamps(ctx context.Context) ([]LeaseTimestamp, error) {
 
 // RaiseLeaseTimestamp makes lt's worker ID start after lt.LastTimestampMS for
 // its next holder: the stored value is raised, never lowered, and a missing
-// row is created free (released). A live lease is left held.
+// row is created free (released), with its mark (genesis.go), so that its
+// loss is seen. A live lease is left held.
 func (d *db) RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error {
 	// Each statement commits on its own; an insert that finds the row
 	// created meanwhile is a lost race, and the raise is tried again.
@@ -43,9 +45,12 @@ func (d *db) RaiseLeaseTimestamp(ctx context.Context, lt LeaseTimestamp) error {
 		if n, err := res.RowsAffected(); err != nil || n > 0 {
 			return err
 		}
-		_, err = d.x.ExecContext(ctx, d.q(`INSERT INTO worker_leases
-			(cluster, worker_id, token, holder, expires_at, last_timestamp_ms) VALUES (?, ?, '', '', {now}, ?)`),
-			lt.Cluster, lt.WorkerID, lt.LastTimestampMS)
+		genesis, marked, err := d.readMark(ctx, d.x, lt.Cluster, lt.WorkerID)
+		if err != nil {
+			return err
+		}
+		stmt, args, _ := d.insertRow(lt.Cluster, lt.WorkerID, genesis && !marked, `'', '', {now}, ?`, lt.LastTimestampMS)
+		_, err = d.x.ExecContext(ctx, stmt, args...)
 		return err
 	})
 	if err != nil {

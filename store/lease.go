@@ -30,25 +30,6 @@ func (r leaseRow) lease(cluster string, workerID int64) workerlease.Lease {
 	}
 }
 
-// The genesis row says that worker_leases was created empty by idalloc
-// (the SQLite file it made, the tables -init-schema made) and has lost no
-// row since: a worker ID with no row was then never leased, and its first
-// grant need not wait for a holder the store forgot (Lease.NoHistory).
-// Its cluster, "", is no cluster's name (workerlease.ValidCluster refuses
-// it). Deleting the table's rows deletes it too; a table made by hand from
-// schema.sql, or by a version before it, has none, and each worker ID's
-// first grant there waits once; idalloc advance removes it, since a
-// restored table may lack rows of leases granted after the backup.
-const genesisStmt = `INSERT INTO worker_leases (cluster, worker_id, token, holder, expires_at, last_timestamp_ms)
-	VALUES ('', 0, '', 'idalloc: created empty; no row lost since', {now}, 0)`
-
-// hasGenesis reports whether the genesis row is there.
-func (d *db) hasGenesis(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
-	var n int
-	err := sqlx.GetContext(ctx, q, &n, d.q(`SELECT COUNT(*) FROM worker_leases WHERE cluster = ''`))
-	return n > 0, err
-}
-
 // Acquire grants the preferred free worker ID of req.Cluster: among IDs that
 // are free (never leased, released, or expired by the database's clock) and
 // whose last_timestamp_ms is at most req.NowMS, the lowest; failing that,
@@ -103,45 +84,63 @@ func (d *db) tryAcquire(ctx context.Context, e sqlx.ExtContext, req workerlease.
 		return workerlease.Lease{}, err
 	}
 
-	holder := req.Holder
-	ttl := req.TTL.Milliseconds()
 	// A never-leased ID counts as last_timestamp_ms 0, at or below NowMS.
 	switch {
 	case haveFree && (free.LastTimestampMS <= req.NowMS && free.WorkerID < unused || unused > req.MaxWorkerID):
-		return d.claim(ctx, e, req.Cluster, free.WorkerID, req.Token, d.q(`UPDATE worker_leases
+		return d.claim(ctx, e, req.Cluster, free.WorkerID, req.Token, 1, d.q(`UPDATE worker_leases
 			SET token = ?, holder = ?, expires_at = {now+ms}
 			WHERE cluster = ? AND worker_id = ? AND (token = '' OR expires_at <= {now})`),
-			req.Token, holder, ttl, req.Cluster, free.WorkerID)
+			req.Token, req.Holder, req.TTL.Milliseconds(), req.Cluster, free.WorkerID)
 	case unused <= req.MaxWorkerID:
-		// No row: never leased, or its row was lost (deleted, or a restore
-		// from before it was made). Only the genesis row tells the two
-		// apart; without it the grant says so (NoHistory).
-		genesis, err := d.hasGenesis(ctx, e)
-		if err != nil {
-			return workerlease.Lease{}, err
-		}
-		l, err := d.claim(ctx, e, req.Cluster, unused, req.Token, d.q(`INSERT INTO worker_leases
-			(cluster, worker_id, token, holder, expires_at, last_timestamp_ms)
-			VALUES (?, ?, ?, ?, {now+ms}, 0)`),
-			req.Cluster, unused, req.Token, holder, ttl)
-		l.NoHistory = err == nil && !genesis
-		return l, err
+		return d.create(ctx, e, req, unused)
 	default:
 		return workerlease.Lease{}, workerlease.ErrNoWorkerID
 	}
 }
 
-// claim runs one granting statement; its rows-affected alone proves the
-// grant (on MySQL and PostgreSQL it commits on its own: a transaction
-// around it could be aborted silently on a multi-primary cluster). The row
-// is then read for the
-// values the database set (expires_at by its clock, last_timestamp_ms, the
-// new holder's floor); a token that is no longer ours there means the lease
-// expired and was taken over already, and nothing was won. errLostRace when
-// the statement matched nothing, hit a row another caller just wrote, or the
-// lease is gone.
-func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, workerID int64, token, stmt string, args ...any) (workerlease.Lease, error) {
-	ok, err := execOne(ctx, e, stmt, args...)
+// create grants workerID, which had no row: never leased, or its row was
+// lost. Only the genesis row and the ID's mark tell the two apart
+// (genesis.go); a grant they do not prove new says so (NoHistory).
+func (d *db) create(ctx context.Context, e sqlx.ExtContext, req workerlease.AcquireRequest, workerID int64) (workerlease.Lease, error) {
+	genesis, marked, err := d.readMark(ctx, e, req.Cluster, workerID)
+	if err != nil {
+		return workerlease.Lease{}, err
+	}
+	return d.insertNew(ctx, e, req, workerID, genesis && !marked)
+}
+
+// insertNew inserts workerID's row for create. unmarked says that the
+// genesis row was there and the ID had no mark when create looked: the
+// insert then brings the mark along, and fails if one was made since.
+func (d *db) insertNew(ctx context.Context, e sqlx.ExtContext, req workerlease.AcquireRequest, workerID int64, unmarked bool) (workerlease.Lease, error) {
+	stmt, args, rows := d.insertRow(req.Cluster, workerID, unmarked, `?, ?, {now+ms}, 0`,
+		req.Token, req.Holder, req.TTL.Milliseconds())
+	l, err := d.claim(ctx, e, req.Cluster, workerID, req.Token, rows, stmt, args...)
+	if err != nil {
+		return workerlease.Lease{}, err
+	}
+	isNew := unmarked
+	if isNew {
+		// Had every row been deleted since create looked, the mark just
+		// made would prove nothing.
+		genesis, err := d.hasGenesis(ctx, e)
+		isNew = err == nil && genesis
+	}
+	l.NoHistory = !isNew
+	return l, nil
+}
+
+// claim runs one granting statement, which must affect rows rows (an
+// insert may bring the worker ID's mark along); its rows-affected alone
+// proves the grant (on MySQL and PostgreSQL it commits on its own: a
+// transaction around it could be aborted silently on a multi-primary
+// cluster). The row is then read for the values the database set
+// (expires_at by its clock, last_timestamp_ms, the new holder's floor); a
+// token that is no longer ours there means the lease expired and was taken
+// over already, and nothing was won. errLostRace when the statement matched
+// nothing, hit a row another caller just wrote, or the lease is gone.
+func (d *db) claim(ctx context.Context, e sqlx.ExtContext, cluster string, workerID int64, token string, rows int64, stmt string, args ...any) (workerlease.Lease, error) {
+	ok, err := execRows(ctx, e, rows, stmt, args...)
 	switch {
 	case d.lostRace(err), err == nil && !ok:
 		return workerlease.Lease{}, errLostRace

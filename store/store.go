@@ -150,6 +150,12 @@ func (d *db) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 // exactly one row. MySQL counts matched rather than changed rows here
 // because OpenMySQL sets clientFoundRows; PostgreSQL and SQLite always do.
 func execOne(ctx context.Context, e sqlx.ExecerContext, query string, args ...any) (bool, error) {
+	return execRows(ctx, e, 1, query, args...)
+}
+
+// execRows runs a statement and reports whether it affected exactly rows
+// rows, counted as execOne counts them.
+func execRows(ctx context.Context, e sqlx.ExecerContext, rows int64, query string, args ...any) (bool, error) {
 	res, err := e.ExecContext(ctx, query, args...)
 	if err != nil {
 		return false, err
@@ -158,7 +164,7 @@ func execOne(ctx context.Context, e sqlx.ExecerContext, query string, args ...an
 	if err != nil {
 		return false, err
 	}
-	return n == 1, nil
+	return n == rows, nil
 }
 
 // dbTime scans a time column whichever way the driver hands it over: MySQL

@@ -16,8 +16,10 @@ func TestMemoryStoreConformance(t *testing.T) {
 		Fresh: func(testing.TB) leasetest.Namespace {
 			m := workerlease.NewMemoryStore(nil)
 			return leasetest.Namespace{
-				Open:   func(testing.TB) workerlease.Store { return m },
-				Forget: func(testing.TB) { m.Forget() },
+				Open:          func(testing.TB) workerlease.Store { return m },
+				Forget:        func(testing.TB) { m.Forget() },
+				ForgetCluster: func(_ testing.TB, cluster string) { m.ForgetCluster(cluster) },
+				ForgetWorker:  func(_ testing.TB, cluster string, workerID int64) { m.ForgetWorker(cluster, workerID) },
 			}
 		},
 		Genesis: true, // a new MemoryStore knows it began empty

@@ -3,6 +3,7 @@ package workerlease
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 )
@@ -20,10 +21,15 @@ type MemoryStore struct {
 
 	mu   sync.Mutex
 	rows map[memKey]*memRow
-	// genesis: the store began empty and has forgotten nothing since, so
-	// an ID with no row was never leased (Lease.NoHistory false). Forget
-	// ends it, as deleting a SQL store's rows deletes its genesis row.
+	// genesis: the store began empty and has not forgotten everything
+	// since (Forget ends it, as deleting a SQL store's rows deletes its
+	// genesis row), so an ID with no row at or above created was never
+	// leased (Lease.NoHistory false).
 	genesis bool
+	// created is, per cluster, one above the highest worker ID that ever
+	// had a row: a row missing below it was lost (ForgetCluster,
+	// ForgetWorker), and the ID's next grant has no history.
+	created map[string]int64
 }
 
 type memKey struct {
@@ -48,7 +54,7 @@ func NewMemoryStore(now func() time.Time) *MemoryStore {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), genesis: true}
+	return &MemoryStore{now: now, rows: make(map[memKey]*memRow), genesis: true, created: make(map[string]int64)}
 }
 
 // Acquire implements Store.
@@ -86,7 +92,10 @@ func (m *MemoryStore) Acquire(ctx context.Context, req AcquireRequest) (Lease, e
 	r.token, r.holder, r.released = req.Token, req.Holder, false
 	r.expiresAt = now.Add(req.TTL).UTC()
 	l := r.lease(k)
-	l.NoHistory = fresh && !m.genesis
+	if fresh {
+		l.NoHistory = !m.genesis || pick < m.created[req.Cluster]
+		m.created[req.Cluster] = max(m.created[req.Cluster], pick+1)
+	}
 	return l, nil
 }
 
@@ -136,6 +145,22 @@ func (m *MemoryStore) Forget() {
 	defer m.mu.Unlock()
 	clear(m.rows)
 	m.genesis = false
+}
+
+// ForgetCluster drops every lease of cluster, as deleting its rows would;
+// the next grant of each of its worker IDs that had one has no history.
+func (m *MemoryStore) ForgetCluster(cluster string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	maps.DeleteFunc(m.rows, func(k memKey, _ *memRow) bool { return k.cluster == cluster })
+}
+
+// ForgetWorker drops the lease of one worker ID of cluster, as deleting its
+// row would; its next grant has no history.
+func (m *MemoryStore) ForgetWorker(cluster string, workerID int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.rows, memKey{cluster, workerID})
 }
 
 // held is the compare-and-set guard shared by Renew and Release.

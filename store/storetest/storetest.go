@@ -38,6 +38,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -228,6 +229,14 @@ func LeaseTarget(d Driver) leasetest.Target {
 				// An operator's DELETE, or a restore of a dump without
 				// them: the store cannot tell either from a new cluster.
 				Forget: func(tb testing.TB) { db.Exec(tb, "DELETE FROM worker_leases", "DELETE FROM worker_layouts") },
+				// The cluster names and IDs are the suite's own: no quoting needed.
+				ForgetCluster: func(tb testing.TB, cluster string) {
+					db.Exec(tb, fmt.Sprintf("DELETE FROM worker_leases WHERE cluster = '%s'", cluster),
+						fmt.Sprintf("DELETE FROM worker_layouts WHERE cluster = '%s'", cluster))
+				},
+				ForgetWorker: func(tb testing.TB, cluster string, workerID int64) {
+					db.Exec(tb, fmt.Sprintf("DELETE FROM worker_leases WHERE cluster = '%s' AND worker_id = %d", cluster, workerID))
+				},
 			}
 		},
 		Genesis: true, // each database is made by the store, empty

@@ -19,6 +19,8 @@ func forgetCases() []testCase {
 		{"after the store forgets, a grant has no history and the old holder is refused", testForgottenGrant},
 		{"a renewal or release after forgetting does not bring the lease back", testForgottenNotRecreated},
 		{"a session waits out the holder of a forgotten lease", testSessionWaitsOutForgotten},
+		{"after one cluster's records are lost, its grants have no history and another cluster's keep theirs", testForgottenCluster},
+		{"after one worker ID's records are lost, its next grant has no history, again after a second loss", testForgottenWorker},
 	}
 }
 
@@ -144,6 +146,89 @@ func testSessionWaitsOutForgotten(t *testing.T, e env) {
 		t.Errorf("A ended with %v, want ErrLeaseLost", a.Err())
 	}
 	t.Logf("A stopped %v after B's grant; B's fence opened %v after it (TTL %v + skew %v)", aStopped, opened, e.ttl, skew)
+}
+
+// testForgottenCluster: the records of one cluster are lost (DELETE ...
+// WHERE cluster = ?, its keys deleted) while another cluster's stay. The
+// store must not take the lost worker IDs for new ones: what is left of
+// the store is no proof that they were never leased.
+func testForgottenCluster(t *testing.T, e env) {
+	const other = "c2"
+	otherReq := func(token string) workerlease.AcquireRequest {
+		req := acquireRequest(token, 3)
+		req.Cluster = other
+		return req
+	}
+	st := e.open(t)
+	a := mustAcquire(t, st, acquireRequest("token-a", 3))
+	b := mustAcquire(t, st, acquireRequest("token-b", 3))
+	o := mustAcquire(t, st, otherReq("token-o"))
+	last := time.Now().UnixMilli()
+	for _, l := range []workerlease.Lease{a, b, o} {
+		mustRenew(t, st, l, last)
+	}
+	e.forgetCluster(t, cluster)
+
+	next := e.open(t) // another process, starting after the loss
+	for _, old := range []workerlease.Lease{a, b} {
+		g := mustAcquire(t, next, acquireRequest("token-n"+old.Token[len("token-"):], 3))
+		if g.WorkerID != old.WorkerID || !g.NoHistory || g.LastTimestampMS != 0 {
+			t.Errorf("grant after the cluster's records were lost = worker %d, NoHistory %v, last_timestamp_ms %d; want worker %d, NoHistory true, 0",
+				g.WorkerID, g.NoHistory, g.LastTimestampMS, old.WorkerID)
+		}
+		if _, err := st.Renew(t.Context(), cluster, old.WorkerID, old.Token, time.Minute, 0); !leaseGone(err) {
+			t.Errorf("Renew of worker %d, whose record was lost = %v, want the lease gone", old.WorkerID, err)
+		}
+	}
+	if r := mustRenew(t, st, o, 0); r.LastTimestampMS != last {
+		t.Errorf("the other cluster's lease after the loss: last_timestamp_ms %d, want %d", r.LastTimestampMS, last)
+	}
+	if err := st.Release(t.Context(), other, o.WorkerID, o.Token, 0); err != nil {
+		t.Fatalf("Release in the other cluster: %v", err)
+	}
+	if g := mustAcquire(t, next, otherReq("token-p")); g.WorkerID != o.WorkerID || g.NoHistory || g.LastTimestampMS != last {
+		t.Errorf("the other cluster's next grant = worker %d, NoHistory %v, last_timestamp_ms %d; want worker %d, false, %d",
+			g.WorkerID, g.NoHistory, g.LastTimestampMS, o.WorkerID, last)
+	}
+}
+
+// testForgottenWorker: the records of worker ID 1 are lost while 0 and 2
+// stay held, so the lowest free ID is the gap; a grant re-creates it, and
+// it is lost again before anyone looks. Each grant of the gap has no
+// history; its neighbours keep theirs.
+func testForgottenWorker(t *testing.T, e env) {
+	st := e.open(t)
+	last := time.Now().UnixMilli()
+	var held [3]workerlease.Lease
+	for i := range held {
+		held[i] = mustAcquire(t, st, acquireRequest("token-"+string(rune('a'+i)), 2))
+		mustRenew(t, st, held[i], last+int64(i))
+	}
+	gap := held[1]
+	next := e.open(t)
+	for _, token := range []string{"token-x", "token-y"} {
+		e.forgetWorker(t, cluster, gap.WorkerID)
+		g := mustAcquire(t, next, acquireRequest(token, 2))
+		if g.WorkerID != gap.WorkerID || !g.NoHistory || g.LastTimestampMS != 0 {
+			t.Errorf("grant after worker %d's record was lost = worker %d, NoHistory %v, last_timestamp_ms %d; want worker %d, NoHistory true, 0",
+				gap.WorkerID, g.WorkerID, g.NoHistory, g.LastTimestampMS, gap.WorkerID)
+		}
+		if _, err := st.Renew(t.Context(), cluster, gap.WorkerID, gap.Token, time.Minute, 0); !leaseGone(err) {
+			t.Errorf("Renew of worker %d, whose record was lost = %v, want the lease gone", gap.WorkerID, err)
+		}
+		gap = g
+	}
+	for _, l := range []workerlease.Lease{held[0], held[2]} {
+		mustRenew(t, st, l, 0)
+		if err := st.Release(t.Context(), cluster, l.WorkerID, l.Token, 0); err != nil {
+			t.Fatalf("Release of worker %d: %v", l.WorkerID, err)
+		}
+		g := mustAcquire(t, next, acquireRequest("token-z"+l.Token[len("token-"):], 2))
+		if want := last + l.WorkerID; g.WorkerID != l.WorkerID || g.NoHistory || g.LastTimestampMS != want {
+			t.Errorf("grant of neighbour %d = worker %d, NoHistory %v, last_timestamp_ms %d; want worker %d, false, %d",
+				l.WorkerID, g.WorkerID, g.NoHistory, g.LastTimestampMS, l.WorkerID, want)
+		}
+	}
 }
 
 // leaseGone reports the refusals that tell a holder its lease is no longer

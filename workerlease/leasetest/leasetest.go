@@ -18,9 +18,10 @@
 // widest input it passes; last_timestamp_ms passes to the next holder and
 // never decreases; an unreachable store is an outage (ErrUnavailable),
 // never a refusal; and a store that forgets (restarted without
-// persistence, wiped, its rows deleted) grants with NoHistory, never brings
-// a forgotten lease back on a renewal, and so makes a Session wait out the
-// forgotten holder, who stops at its next renewal. How a store keeps a
+// persistence, wiped, its rows deleted; or only one cluster's records, or
+// one worker ID's) grants every affected worker ID with NoHistory, never
+// brings a forgotten lease back on a renewal, and so makes a Session wait
+// out the forgotten holder, who stops at its next renewal. How a store keeps a
 // cluster's snowflake layout beside its leases is snowflake/leased's
 // concern, and its suite (layouttest) runs on the same Target.
 package leasetest
@@ -62,15 +63,25 @@ type Namespace struct {
 	// once, as the store would when it forgets: FLUSHALL or a restart
 	// without persistence, a data directory wiped, the rows deleted.
 	Forget func(tb testing.TB)
+	// ForgetCluster makes the namespace lose every lease and layout record
+	// of one cluster, and nothing of another: an operator's DELETE ...
+	// WHERE cluster = ?, the cluster's Redis or etcd keys deleted.
+	ForgetCluster func(tb testing.TB, cluster string)
+	// ForgetWorker makes the namespace lose every lease record of one
+	// worker ID of one cluster, and nothing of its neighbours: its row,
+	// its Redis fields or its etcd keys deleted.
+	ForgetWorker func(tb testing.TB, cluster string, workerID int64)
 }
 
 // env is what a case gets: its own fresh namespace.
 type env struct {
-	open        func(tb testing.TB) workerlease.Store
-	forget      func(tb testing.TB)
-	genesis     bool
-	unreachable func(tb testing.TB) workerlease.Store
-	ttl         time.Duration
+	open          func(tb testing.TB) workerlease.Store
+	forget        func(tb testing.TB)
+	forgetCluster func(tb testing.TB, cluster string)
+	forgetWorker  func(tb testing.TB, cluster string, workerID int64)
+	genesis       bool
+	unreachable   func(tb testing.TB) workerlease.Store
+	ttl           time.Duration
 }
 
 // testCase is one behaviour the suite proves on a fresh namespace.
@@ -87,7 +98,9 @@ func Run(t *testing.T, tg Target) {
 	}
 	// One probe namespace up front skips the whole suite in one line rather
 	// than each case on its own.
-	tg.Fresh(t)
+	if ns := tg.Fresh(t); ns.Forget == nil || ns.ForgetCluster == nil || ns.ForgetWorker == nil {
+		t.Fatalf("leasetest.Namespace: Forget, ForgetCluster and ForgetWorker are required: every store can lose records of any scope")
+	}
 	cases := slices.Concat(grantCases(), raceCases(), forgetCases())
 	if tg.Unreachable != nil {
 		cases = append(cases, testCase{"an unreachable store is an outage", testUnreachable})
@@ -96,7 +109,8 @@ func Run(t *testing.T, tg Target) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ns := tg.Fresh(t)
-			c.test(t, env{open: ns.Open, forget: ns.Forget, genesis: tg.Genesis, unreachable: tg.Unreachable, ttl: tg.TTL})
+			c.test(t, env{open: ns.Open, forget: ns.Forget, forgetCluster: ns.ForgetCluster, forgetWorker: ns.ForgetWorker,
+				genesis: tg.Genesis, unreachable: tg.Unreachable, ttl: tg.TTL})
 		})
 	}
 }
