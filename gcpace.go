@@ -12,7 +12,7 @@ import (
 // about 4% of the CPU and a pause in every request in flight. At 400 it
 // runs a quarter as often for ~12 MB more memory. But 400 lets any heap
 // grow to five times what is live between collections, and a heap that
-// holds 100,000 tags (some 50 MB, API.md §13) would take 250 MB, 2.5 KB a
+// holds 100,000 tags (some 50 MB, docs/api.md §13) would take 250 MB, 2.5 KB a
 // tag. So the pace is what allows about gcHeadroom of growth: 400 while
 // the live heap is under a quarter of it, down to Go's 100 from
 // gcHeadroom on, where a collection comes only every 12 MB allocated or

@@ -71,7 +71,7 @@ type leaseStore struct {
 }
 
 // warnPersistence logs, at start, a lease store that keeps nothing across
-// its restart, or that would not say (API.md §3). Leases stay safe either
+// its restart, or that would not say (docs/api.md §3). Leases stay safe either
 // way; the warning names the risk (a wait after every loss, and a replica
 // or snapshot that needs idalloc advance) and the fix.
 func (ls leaseStore) warnPersistence(ctx context.Context, log *slog.Logger) {
@@ -106,7 +106,7 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 	}
 	// In one region of several the lease store grants the region's share
 	// of the worker IDs, 0..n−1, and the generators add the region's
-	// first (API.md §13): regions never share a worker ID, though each
+	// first (docs/api.md §13): regions never share a worker ID, though each
 	// leases from a store of its own.
 	first, n, err := layout.RegionWorkerIDs(cfg.Region.Count, cfg.Region.ID)
 	if err != nil {

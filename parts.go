@@ -86,7 +86,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	}
 	closers = append(closers, func() { _ = st.Close() })
 	// Before anything is served or leased: a database serves one region
-	// for good (API.md §13).
+	// for good (docs/api.md §13).
 	region := cfg.Region.Region()
 	if err := segment.CheckRegion(ctx, st, region); err != nil {
 		return p, closeAll, err
@@ -133,7 +133,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	return p, closeAll, err
 }
 
-// startGuard builds the per-tag token guard (API.md §12), reloading the
+// startGuard builds the per-tag token guard (docs/api.md §12), reloading the
 // tokens every segment.tag_refresh. With alloc_auth on, a guard that
 // cannot load the tokens stops the start (a database without
 // alloc_tokens names -init-schema). With it off the guard only lets RESP's
@@ -155,7 +155,7 @@ func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *
 }
 
 // checkAdminToken refuses an admin_token that a per-tag token has as its
-// secret (API.md §15): POST /tokens refuses to make one, but idalloc
+// secret (docs/api.md §15): POST /tokens refuses to make one, but idalloc
 // migrate, which reads no config, may have imported a Tinyid token equal
 // to it, or admin_token was set to one since. Its holders would have
 // admin rights, so the fix is another admin_token; the tag token stays.

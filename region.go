@@ -6,7 +6,7 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// In one region of several (API.md §13) a worker ID has two names: the
+// In one region of several (docs/api.md §13) a worker ID has two names: the
 // one the region's lease store grants, 0..⌊2^worker_bits / region.count⌋−1,
 // which POST /workerid, renew and release speak (a library user in region
 // r adds r·⌊2^worker_bits / region.count⌋ to it), and the one this

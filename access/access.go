@@ -1,5 +1,5 @@
 // Package access is idalloc's per-tag access tokens and its audit log
-// (API.md §12), in the manner of Tinyid's tiny_id_token: a token names the
+// (docs/api.md §12), in the manner of Tinyid's tiny_id_token: a token names the
 // app_tags its holder may take IDs of, and with alloc_auth on every ID
 // call on every front end needs one. It owns the rules and the words:
 // what a token and its name are, how a token is checked, and what an
@@ -63,7 +63,7 @@ type StoredToken struct {
 // Action is what an admin change did, as the audit log names it.
 type Action string
 
-// The audited changes (API.md §12).
+// The audited changes (docs/api.md §12).
 const (
 	ActionTagCreate   Action = "tag.create"
 	ActionTagUpdate   Action = "tag.update"

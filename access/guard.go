@@ -37,7 +37,7 @@ type Config struct {
 // revocation is a write to that same store, so one this instance has not
 // seen was made through a store it cannot reach, and refusing every ID
 // call meanwhile would turn a store outage into an outage of the IDs the
-// segment buffers still hold (API.md §5.4).
+// segment buffers still hold (docs/api.md §5.4).
 type Guard struct {
 	st      Store
 	refresh time.Duration

@@ -44,7 +44,7 @@ type Config struct {
 	// admin_token set. "" sends none: a server without admin_token serves
 	// them to loopback clients. Segment and snowflake calls never send it.
 	AdminToken string
-	// Token is a per-tag access token (API.md §12), sent as
+	// Token is a per-tag access token (docs/api.md §12), sent as
 	// "Authorization: Bearer <Token>" on every ID call (/alloc,
 	// /snowflake), which a server with alloc_auth on requires: without
 	// it, or with one not allowed a tag, those calls fail with
@@ -75,7 +75,7 @@ type Config struct {
 	// made, so an older one would misdate what it names. 0 means 1s;
 	// negative: ErrInvalidConfig.
 	SnowflakeMaxAge time.Duration
-	// DatedMaxAge is how long a buffered ID of a dated tag (API.md §11)
+	// DatedMaxAge is how long a buffered ID of a dated tag (docs/api.md §11)
 	// may be handed out after its batch was requested, when the answer
 	// does not say when the IDs' period ends (period_ends_in_ms): the ID
 	// carries its period's stamp, which must be the period in which the

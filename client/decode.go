@@ -66,7 +66,7 @@ func checkSpans(spans []span) error {
 // decoded is a success answer of /alloc or /snowflake: its IDs, as
 // spans ("ranges", an answer to as=ranges), as numbers ("ids", or "id"
 // alone) or, when it has neither, as text ("ids_str", or "id_str" alone:
-// a dated tag with a prefix or a separator, API.md §11); and what it says
+// a dated tag with a prefix or a separator, docs/api.md §11); and what it says
 // of a dated tag's period.
 type decoded struct {
 	spans []span // nil unless the answer has "ranges"; ids and strs are then empty

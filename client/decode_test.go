@@ -55,7 +55,7 @@ func TestAppendIDs(t *testing.T) {
 	}
 }
 
-// TestDecodeDated: the answers of API.md §11 (numeric dated: id, id_str,
+// TestDecodeDated: the answers of docs/api.md §11 (numeric dated: id, id_str,
 // ids, ids_str; text: id_str and ids_str only), with and without
 // period_ends_in_ms, in the server's form and re-encoded; what marks a
 // dated tag's answer; and malformed ones refused.

@@ -12,7 +12,7 @@
 // strictly increasing while a single instance serves the Client.
 //
 // Client.NextText and NextTextN hand out IDs as text: a dated tag's
-// (API.md §11) as its format writes them ("ORD-20261126-000123"), which
+// (docs/api.md §11) as its format writes them ("ORD-20261126-000123"), which
 // is the only way to get those of a dated tag with a prefix or a
 // separator (Next refuses them with ErrTextOnly), and any other tag's in
 // decimal. A dated tag's buffered IDs, text or numeric, are handed out

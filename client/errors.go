@@ -53,11 +53,11 @@ var (
 	// ErrExhausted: resp_code 10 on /alloc, the tag's ID space is used up.
 	ErrExhausted error = segment.ErrExhausted
 	// ErrPeriodExhausted: resp_code 10 of kind period_exhausted on /alloc,
-	// a dated tag's current period has no number left (API.md §11); the
+	// a dated tag's current period has no number left (docs/api.md §11); the
 	// *Error's RetryAfter says when the next one begins.
 	ErrPeriodExhausted error = dated.ErrPeriodExhausted
 	// ErrForbidden: resp_code 7 of kind forbidden, an ID call whose
-	// Config.Token is not allowed the tag (API.md §12). It is also
+	// Config.Token is not allowed the tag (docs/api.md §12). It is also
 	// ErrUnauthorized.
 	ErrForbidden error = access.ErrForbidden
 	// ErrTextOnly: Next or NextN on a tag whose IDs are text (a dated tag
@@ -120,7 +120,7 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel of e's resp_code.
 func (e *Error) Unwrap() error { return e.sentinel }
 
-// codeErrors is the one table from resp_code (API.md §2) to sentinel;
+// codeErrors is the one table from resp_code (docs/api.md §2) to sentinel;
 // refine narrows codes 1 and 6 by kind and field.
 var codeErrors = map[int]error{
 	1:  ErrBadRequest,
@@ -136,7 +136,7 @@ var codeErrors = map[int]error{
 }
 
 // answerError is a non-zero answer's envelope: resp_code, msg, and the
-// kind and field every error carries (API.md §2), and left, which a count
+// kind and field every error carries (docs/api.md §2), and left, which a count
 // refused as more than the tag has left carries.
 type answerError struct {
 	code        int

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Text IDs and the freshness of a dated tag's IDs (API.md §11).
+// Text IDs and the freshness of a dated tag's IDs (docs/api.md §11).
 //
 // A dated tag's ID carries the period in which it was issued
 // ("ORD-20261126-000123"; 20261126000123 without prefix and separator),

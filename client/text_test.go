@@ -17,7 +17,7 @@ import (
 	"github.com/idalloc/idalloc/internal/testclock"
 )
 
-// datedFake is an idalloc instance's /alloc for dated tags as API.md §11
+// datedFake is an idalloc instance's /alloc for dated tags as docs/api.md §11
 // shapes its answers, on the test's clock, with minute periods in UTC:
 //
 //	ord    text IDs "ORD-yyyyMMddHHmm-000001": id_str and ids_str only

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestToken: against an idalloc with alloc_auth on (API.md §12), ID calls
+// TestToken: against an idalloc with alloc_auth on (docs/api.md §12), ID calls
 // without Config.Token fail with ErrUnauthorized, with a token of another
 // tag with ErrForbidden (which is ErrUnauthorized too), and neither costs
 // an ID: a client with the tag's token gets the tag's first.

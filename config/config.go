@@ -30,11 +30,11 @@ type Config struct {
 	DSN        string `json:"dsn"`
 	AdminToken string `json:"admin_token"`
 	// AllocAuth makes every ID call, on every front end, need a per-tag
-	// access token allowed for its tag (API.md §12); false (the default)
+	// access token allowed for its tag (docs/api.md §12); false (the default)
 	// serves them to anyone.
 	AllocAuth bool `json:"alloc_auth"`
 	MaxBatch  int  `json:"max_batch"`
-	// MaxRange is the largest count of /alloc?as=ranges (API.md §12).
+	// MaxRange is the largest count of /alloc?as=ranges (docs/api.md §12).
 	MaxRange int `json:"max_range"`
 	// MaxConns caps the open HTTP connections; at the cap a new one
 	// closes a connection whose request's headers are incomplete or the
@@ -42,7 +42,7 @@ type Config struct {
 	// every one is in a request (frontend.Limiter). See
 	// frontend.DefaultMaxConns.
 	MaxConns int `json:"max_conns"`
-	// RespAddr is where the Redis-protocol front end listens (API.md §6);
+	// RespAddr is where the Redis-protocol front end listens (docs/api.md §6);
 	// empty turns it off.
 	RespAddr string `json:"resp_addr"`
 	// RespMaxConns caps its open connections, as MaxConns does HTTP's:
@@ -80,7 +80,7 @@ type Config struct {
 }
 
 // RegionConfig is the "region" object of config.json: sites that share no
-// database (API.md §13). Each region has its own store, and its
+// database (docs/api.md §13). Each region has its own store, and its
 // instances' segment IDs are the numbers ≡ id (mod count); its snowflake
 // worker IDs are one of count disjoint ranges. Every instance on one
 // database must say the same: the database records it, and refuses
@@ -96,7 +96,7 @@ type RegionConfig struct {
 func (r RegionConfig) Region() segment.Region { return segment.Region{Count: r.Count, ID: r.ID} }
 
 // MetricsConfig is the "metrics" object of config.json: what GET /metrics
-// shows (API.md §13).
+// shows (docs/api.md §13).
 type MetricsConfig struct {
 	// MaxTagSeries caps the tags with per-tag series of their own, the
 	// busiest; the others are summed under app_tag="_other", so a scrape
@@ -117,7 +117,7 @@ const DefaultMaxTagSeries = 1000
 const maxMaxTagSeries = 100_000
 
 // DatedConfig is the "dated" object of config.json: business numbers
-// (API.md §11).
+// (docs/api.md §11).
 type DatedConfig struct {
 	// MaxClockSkew is how far this instance's clock may be from the
 	// store's, measured at every fetch, while it serves dated tags; past
@@ -134,7 +134,7 @@ type DatedConfig struct {
 const minMaxClockSkew = 100 * time.Millisecond
 
 // LeaseConfig is the "lease" object of config.json: where worker-ID leases
-// (this instance's own and /workerid's) are kept (API.md §9).
+// (this instance's own and /workerid's) are kept (docs/api.md §9).
 type LeaseConfig struct {
 	// Driver is "sql" (the main store, the default), "redis" or "etcd".
 	Driver string `json:"driver"`

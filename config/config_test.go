@@ -196,7 +196,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 	}
 }
 
-// TestAllocAuth: alloc_auth is off unless the file turns it on (API.md
+// TestAllocAuth: alloc_auth is off unless the file turns it on (docs/api.md
 // §12).
 func TestAllocAuth(t *testing.T) {
 	for body, want := range map[string]bool{`{}`: false, `{"alloc_auth":false}`: false, `{"alloc_auth":true}`: true} {
@@ -208,7 +208,7 @@ func TestAllocAuth(t *testing.T) {
 }
 
 // TestDatedMaxClockSkew: dated.max_clock_skew is 1s by default, as
-// API.md §11 has it, and takes any duration from its minimum up.
+// docs/api.md §11 has it, and takes any duration from its minimum up.
 // TestMaxTagSeries: metrics.max_tag_series is 1,000 unless the file says.
 func TestMaxTagSeries(t *testing.T) {
 	for body, want := range map[string]int{`{}`: 1000, `{"metrics":{}}`: 1000, `{"metrics":{"max_tag_series":1}}`: 1,

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// TestAdvanceAfterRestore is the proof behind idalloc advance (API.md §3,
+// TestAdvanceAfterRestore is the proof behind idalloc advance (docs/api.md §3,
 // "A store that forgets"): a database restored from a dump hands instances
 // started afterwards the ranges an instance took after the dump, and
 // `idalloc advance -by N` (N above what was taken) stops that. An instance

@@ -33,7 +33,7 @@ type datedID struct {
 	inst       string
 }
 
-// TestDatedMinutesTwoInstances (API.md §11): two instances on one MariaDB
+// TestDatedMinutesTwoInstances (docs/api.md §11): two instances on one MariaDB
 // database serve a dated tag of period minute (numeric: stamp yyyyMMddHHmm
 // and 6 digits of sequence, step 50) to clients over HTTP and over RESP on
 // both, for 150 s; in the middle one instance is killed -9 and started

@@ -3,7 +3,7 @@
 // (its own datadir, socket and port under a temporary directory, so it can be
 // frozen and killed without touching any other server), and drive real
 // idalloc processes over HTTP on 127.0.0.1 through the faults the contract
-// (API.md §5) must survive:
+// (docs/api.md §5) must survive:
 //
 //   - kill -9 of one of three instances sharing a database, twice, under load;
 //   - graceful restarts (no ID wasted) followed by a kill -9 (none re-issued);

@@ -14,7 +14,7 @@ import (
 	"github.com/idalloc/idalloc/internal/redistest"
 )
 
-// A store that forgets (API.md §3, §5 guarantee 7): instance A holds worker
+// A store that forgets (docs/api.md §3, §5 guarantee 7): instance A holds worker
 // ID 0 of a two-worker cluster and issues snowflake IDs under load; the lease
 // store loses every record; instance B starts at once and is granted a
 // worker ID the store knows nothing of, possibly A's. Without the wait after

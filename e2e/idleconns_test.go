@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestIdleConnectionsDoNotKeepNewClientsOut (API.md §5.8): one client
+// TestIdleConnectionsDoNotKeepNewClientsOut (docs/api.md §5.8): one client
 // opens max_conns (10,000, the default) keep-alive connections, each asks
 // GET /health once, and leaves them idle; new clients are still answered
 // within 2 s, because at the cap the instance closes the connection idle

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestScrambledNeverRepeats: a scrambled tag (API.md §7) through the real
+// TestScrambledNeverRepeats: a scrambled tag (docs/api.md §7) through the real
 // binary on MariaDB, across two graceful restarts and a kill -9: every ID
 // has exactly the tag's length and none repeats. Scrambled IDs have no
 // order, so this is the whole guarantee.

@@ -18,7 +18,7 @@ import (
 	"github.com/idalloc/idalloc/internal/freeport"
 )
 
-// TestRespHalfSentCommandsDoNotHoldTheCap (API.md §15): resp_max_conns
+// TestRespHalfSentCommandsDoNotHoldTheCap (docs/api.md §15): resp_max_conns
 // connections each send the start of a GET and nothing more (half of them
 // then trickle a byte every 0.5 s), dialling again 50 ms after they are
 // closed. A new client is still served: at the cap the connection stuck
@@ -207,7 +207,7 @@ func waitRespReply(t *testing.T, addr, cmd, prefix string) {
 	}
 }
 
-// TestHTTPSlowHeadersDoNotHoldTheCap (API.md §15): twice max_conns
+// TestHTTPSlowHeadersDoNotHoldTheCap (docs/api.md §15): twice max_conns
 // connections each send a request's headers one line every 0.2 to 0.5 s,
 // dialling again when closed, while two legitimate clients call /alloc for
 // 10 s, one over a keep-alive connection (net/http's client) and one on a

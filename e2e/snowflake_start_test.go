@@ -24,7 +24,7 @@ const (
 // TestSnowflakeStartAnswers starts idalloc with snowflake on (8 worker IDs,
 // all free) and polls /health, GET /workerid, /snowflake and RESP's
 // SNOWFLAKE from the moment it listens until its lease's fence is open
-// (API.md §2, Health): never resp_code 5 while IDs are free; /health 200
+// (docs/api.md §2, Health): never resp_code 5 while IDs are free; /health 200
 // "ok" carrying snowflake_wait_ms and why until the fence opens, and not
 // after; /snowflake and /workerid resp_code 3 with Retry-After meanwhile
 // (RESP: TRYAGAIN). Its first look at the leases is held back by a lock on

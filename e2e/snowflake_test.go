@@ -80,7 +80,7 @@ func leaseTakeover(t *testing.T, env *suiteEnv, lease map[string]any, cluster st
 
 	// A new cluster: on Redis and etcd, A's and C's grants have no history
 	// (an empty store looks like one that forgot), and such a grant issues
-	// no ID until TTL + max_drift_error (3s + 1s) after it (API.md §3); on
+	// no ID until TTL + max_drift_error (3s + 1s) after it (docs/api.md §3); on
 	// SQL, tables -init-schema made hold the genesis row and nothing waits.
 	waitOpen(t, a, flakeOpenBound)
 	waitOpen(t, c, flakeOpenBound)

@@ -5,7 +5,7 @@
 // values with a Kind, the field at fault and the words a user reads; each
 // front end maps a Kind to its wire in one table (an HTTP resp_code and
 // status, a RESP error class) and sends the words unchanged. The kinds are
-// the contract's (API.md §2), so the HTTP envelope's "kind" is Kind as it
+// the contract's (docs/api.md §2), so the HTTP envelope's "kind" is Kind as it
 // is.
 //
 // It imports nothing of idalloc's, so every package may import it.
@@ -17,7 +17,7 @@ import "errors"
 // about it.
 type Kind string
 
-// The kinds of API.md §2.
+// The kinds of docs/api.md §2.
 const (
 	// BadRequest: bad input; Error.Field names it. Retrying the same input
 	// cannot succeed.

@@ -38,7 +38,7 @@ func TestError(t *testing.T) {
 	}
 }
 
-// TestKindsAreTheContracts: each Kind is spelt as API.md §2 lists it, and
+// TestKindsAreTheContracts: each Kind is spelt as docs/api.md §2 lists it, and
 // Kinds lists each once.
 func TestKindsAreTheContracts(t *testing.T) {
 	want := []string{"bad_request", "unknown_tag", "unknown_route", "unavailable", "draining",

@@ -1,6 +1,6 @@
 // Package migrate holds idalloc's tools that work on a store's data rather
 // than serve it. Advance is the runbook step after a restore or a failover
-// (API.md §3, "A store that forgets"): a database restored from a backup or
+// (docs/api.md §3, "A store that forgets"): a database restored from a backup or
 // failed over to an asynchronous replica, or a Redis or etcd rebuilt, has
 // forgotten its last writes, so instances started afterwards would be
 // handed ranges and worker IDs that the lost writes gave out already.
@@ -61,7 +61,7 @@ type Advance struct {
 	Estimate Estimate
 	// Tags limits the move to these tags; nil means every tag.
 	Tags []string
-	// Region is the region the store serves (API.md §13), the zero
+	// Region is the region the store serves (docs/api.md §13), the zero
 	// Region for none: in region ID of Count, By and the estimate count
 	// the region's IDs, each of which is every Count-th number, so a
 	// tag's max_id moves by Count times as much.

@@ -11,7 +11,7 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// A dated tag (API.md §11) counts its numbers in one counter per (tag,
+// A dated tag (docs/api.md §11) counts its numbers in one counter per (tag,
 // period stamp); its row's max_id counts nothing, so Advance leaves it and
 // moves counters instead. Which ones: a forgotten write reserved a range
 // of the period its instance's clock read, or of the next one shortly

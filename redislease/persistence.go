@@ -26,7 +26,7 @@ var ErrPersistenceUnknown = errors.New("could not check whether Redis keeps leas
 // keeps nothing; ErrPersistenceUnknown wrapping the refusal when it will
 // not say; another error when it cannot be reached. On a Redis Cluster it
 // asks the node the client picks. It is a start-up warning, never a
-// refusal: leases stay safe without persistence (API.md §3), at the cost of
+// refusal: leases stay safe without persistence (docs/api.md §3), at the cost of
 // a wait after each loss.
 func (s *Store) CheckPersistence(ctx context.Context) error {
 	if s.err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// authorize is nil when the connection may make an admin call (API.md §2):
+// authorize is nil when the connection may make an admin call (docs/api.md §2):
 // with an admin token, once it has sent AUTH with it; without one, when it
 // comes from loopback.
 //
@@ -38,7 +38,7 @@ func (s *Server) authorize(ses *session) error {
 
 // auth serves AUTH [user] token: admin rights on this connection when
 // token is admin_token (Redis's requirepass habit), or the right to take
-// IDs of a per-tag token's tags when it is one (API.md §12). The user
+// IDs of a per-tag token's tags when it is one (docs/api.md §12). The user
 // name, which Redis 6 clients send as "default", is not checked.
 func (s *Server) auth(c redcon.Conn, ses *session, args [][]byte) error {
 	var token []byte
@@ -97,7 +97,7 @@ func (s *Server) allowTag(ses *session, tag string) error {
 }
 
 // allowTagInfo is nil when ses may read what this instance knows of tag
-// (INFO tag, HGETALL), else why not (API.md §15): with alloc_auth on, a
+// (INFO tag, HGETALL), else why not (docs/api.md §15): with alloc_auth on, a
 // token AUTH gave that is allowed tag, or admin rights (authorize). The
 // tag is not looked up first, so an unknown tag is refused exactly as a
 // forbidden one.
@@ -304,7 +304,7 @@ func readTag(tag []byte, pairs [][]byte) (segment.NewTag, error) {
 		t.Format = typeFormat
 	}
 	if seen&fieldStep == 0 && t.Format == segment.FormatDated {
-		t.Step = 0 // the domain's default for dated tags (API.md §11)
+		t.Step = 0 // the domain's default for dated tags (docs/api.md §11)
 	}
 	return t, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/idalloc/idalloc/internal/frontendtest"
 )
 
-// TestAuthorize: the admin rules of API.md §2 over RESP. With a token,
+// TestAuthorize: the admin rules of docs/api.md §2 over RESP. With a token,
 // only AUTH with it gives admin rights, from anywhere; without one, only a
 // loopback peer has them.
 func TestAuthorize(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // cases over HTTP and expects the same message as its msg. RESP has no
 // lease calls and no decomposition: those cases are skipped.
 func TestBadInputSameWordsAsHTTP(t *testing.T) {
-	classByKind := map[string]string{ // API.md §6, written out
+	classByKind := map[string]string{ // docs/api.md §6, written out
 		"bad_request":  "ERR",
 		"unknown_tag":  "ERR",
 		"exists":       "ERR",

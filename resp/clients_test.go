@@ -57,7 +57,7 @@ print(json.dumps(out))
 `
 
 // TestRedisClients runs ioredis (Node) and redis-py (Python), the clients
-// API.md §6 names besides go-redis, against the front end: each connects
+// docs/api.md §6 names besides go-redis, against the front end: each connects
 // as it does by default, PINGs, GETs test_business twice, asks IDS for 5
 // and pipelines 10 GETs. Every ID must be above the one before, across
 // both clients, since they share one instance. Each client is skipped

@@ -8,7 +8,7 @@ import (
 )
 
 // RESP error classes: the first word of an error reply, which clients read
-// to decide what to do (API.md §6).
+// to decide what to do (docs/api.md §6).
 const (
 	classErr      = "ERR"      // bad input, unknown tag or command, exists, exhausted (a period too)
 	classNoAuth   = "NOAUTH"   // admin rights missing
@@ -27,7 +27,7 @@ var kindClass = map[errs.Kind]string{
 	errs.UnknownRoute: classErr,
 	errs.Exists:       classErr,
 	errs.Exhausted:    classErr,
-	// HTTP's resp_code 10 (API.md §11), which §6 answers ERR: a spent
+	// HTTP's resp_code 10 (docs/api.md §11), which §6 answers ERR: a spent
 	// period is not cured by retrying at once, as go-redis does on
 	// TRYAGAIN, but by the next period; the words say when it begins.
 	errs.PeriodExhausted:  classErr,

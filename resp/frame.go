@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Limits of one command (API.md §6). redcon enforces none of them: its
+// Limits of one command (docs/api.md §6). redcon enforces none of them: its
 // reader grows its buffer until a command is complete, so without them one
 // connection could hold the process's memory with a bulk length of 2^40 or
 // a line that never ends.

@@ -14,7 +14,7 @@ import (
 
 const token = "s3cret"
 
-// TestGoRedis drives every command of API.md §6 with go-redis v9, the real
+// TestGoRedis drives every command of docs/api.md §6 with go-redis v9, the real
 // client, against the front end on a real TCP listener, SQLite store,
 // allocator and worker lease.
 func TestGoRedis(t *testing.T) {

@@ -188,7 +188,7 @@ func (s *Server) tagInfo(c redcon.Conn, ses *session, tag string) error {
 	return nil
 }
 
-// appendPeriodInfo appends a dated tag's lines to INFO tag (API.md §11):
+// appendPeriodInfo appends a dated tag's lines to INFO tag (docs/api.md §11):
 // its settings as created (period, time_zone, prefix, separator; length
 // and start are the sequence part's), then its current period on this
 // instance, empty before its first ID here:

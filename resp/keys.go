@@ -11,7 +11,7 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// MaxKeys is the most names KEYS answers (API.md §6): the first that
+// MaxKeys is the most names KEYS answers (docs/api.md §6): the first that
 // match, in byte order. More would be a reply of megabytes for one
 // command, which a client reading it as Redis's whole keyspace would not
 // expect either; a narrower pattern, or GET /tags, shows the rest.

@@ -22,7 +22,7 @@ func bulk(args ...string) string {
 	return b.String()
 }
 
-// TestLimits: what breaks a limit of API.md §6, or is not RESP, is answered
+// TestLimits: what breaks a limit of docs/api.md §6, or is not RESP, is answered
 // with an error and its connection closed, after the commands sent before
 // it are answered; every other connection goes on.
 func TestLimits(t *testing.T) {

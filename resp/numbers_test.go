@@ -10,7 +10,7 @@ import (
 
 // TestOneReadingOfEachCommand: a number with a sign, leading zeros or
 // another base, and an HSET field given twice, are refused naming the
-// argument or field (API.md §2, last paragraph), so that a proxy, a log
+// argument or field (docs/api.md §2, last paragraph), so that a proxy, a log
 // and idalloc never read two different commands from one; and refused
 // commands change nothing.
 func TestOneReadingOfEachCommand(t *testing.T) {

@@ -1,11 +1,11 @@
-// Package resp is idalloc's Redis-protocol front end (API.md §6): any Redis
+// Package resp is idalloc's Redis-protocol front end (docs/api.md §6): any Redis
 // client (redis-cli, go-redis, redis-py, ioredis, Jedis) takes segment IDs
 // with GET, INCR, MGET and IDS, snowflake IDs with SNOWFLAKE, creates tags
 // with HSET and reads a tag's figures with INFO, on the same allocator,
 // snowflake source, formats, admin rules and guarantees as the HTTP API;
 // number-dispenser's users list tags with KEYS and read a tag's settings
 // with HGETALL (keys.go). AUTH takes the admin token or a per-tag token
-// (API.md §12), which, with alloc_auth on, every ID command needs.
+// (docs/api.md §12), which, with alloc_auth on, every ID command needs.
 //
 // Like package server it is an adapter: it parses its wire format, calls
 // the domain packages, which own the rules and the words, and maps their
@@ -30,7 +30,7 @@
 // The hot path (GET) claims an ID with one atomic add in the allocator and
 // appends its digits to redcon's output buffer: it allocates nothing of its
 // own; redcon allocates the command's copy and its argument slice. A dated
-// tag's IDs (API.md §11) are answered by GET, MGET and IDS as the text its
+// tag's IDs (docs/api.md §11) are answered by GET, MGET and IDS as the text its
 // format writes ("ORD-20261126-000123"), allocating nothing either
 // (text.go); INFO tag shows its current period.
 package resp
@@ -77,7 +77,7 @@ const shutdownTimeout = 10 * time.Second
 // field) with a *segment.Error, as they answer unknown tags, exhaustion and
 // outages; anything else is answered as an internal error.
 //
-// A dated tag whose IDs are text (a prefix or a separator, API.md §11) is
+// A dated tag whose IDs are text (a prefix or a separator, docs/api.md §11) is
 // refused by Next and NextN with segment.ErrTextOnly before anything is
 // claimed; AppendNextText and NextTextN serve its IDs as text (and any
 // other tag's, in decimal).
@@ -137,7 +137,7 @@ type Config struct {
 	// only.
 	AdminToken string
 	// AllocAuth makes GET, INCR, MGET, IDS and SNOWFLAKE need a per-tag
-	// token, sent by AUTH, that Deps.Guard allows the tag (API.md §12),
+	// token, sent by AUTH, that Deps.Guard allows the tag (docs/api.md §12),
 	// checked at every command, so that a revocation holds within the
 	// guard's refresh on connections already open.
 	AllocAuth bool

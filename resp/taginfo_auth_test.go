@@ -11,7 +11,7 @@ import (
 
 // TestTagInfoNeedsToken: with alloc_auth on, INFO tag and HGETALL tag
 // answer only a connection whose AUTH token is allowed the tag, or the
-// admin's (API.md §15); an unknown tag is refused with the very error of a
+// admin's (docs/api.md §15); an unknown tag is refused with the very error of a
 // forbidden one, and INFO with a section name a tag also has answers the
 // section to a connection that may not see that tag.
 func TestTagInfoNeedsToken(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Text IDs (API.md §11). A dated tag with a prefix or a separator has IDs
+// Text IDs (docs/api.md §11). A dated tag with a prefix or a separator has IDs
 // that are text ("ORD-20261126-000123"), which the allocator's Next and
 // NextN refuse (segment.ErrTextOnly) before claiming anything. GET, MGET
 // and IDS answer bulk strings for every tag, so they try the numeric call

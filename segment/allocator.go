@@ -8,16 +8,16 @@
 // scrambled tag's, which are unique in no order: see format.go); Close gives
 // unused IDs back to the store when no one advanced the row meanwhile.
 //
-// Each tag is served in its number format (API.md §7), fixed at create:
+// Each tag is served in its number format (docs/api.md §7), fixed at create:
 // sequential, fixed_length or scrambled. The formats share the machinery:
 // segments, give-back and the store's row count the tag's sequence, which a
 // scrambled tag maps through a keyed permutation as the last step of issue.
-// Format dated (API.md §11) counts its sequence per period, in counters a
+// Format dated (docs/api.md §11) counts its sequence per period, in counters a
 // PeriodStore keeps, and writes the period's stamp before it: each period
 // has a double buffer of its own (dated_buffer.go), and text IDs come
 // from NextText and its kin (dated_ids.go).
 //
-// An allocator may serve one region of several (API.md §13; Config.Region,
+// An allocator may serve one region of several (docs/api.md §13; Config.Region,
 // region.go), sites that share no database: its IDs are then the numbers
 // ≡ ID (mod Count) of each fetched range, so the regions' stores never
 // issue the same ID. CheckRegion holds a store to the region it serves.
@@ -70,7 +70,7 @@ type Config struct {
 	// bytes, made at CreateTag); nil means crypto/rand.Reader. Only tests
 	// set it.
 	Rand io.Reader
-	// Region is where this instance serves (API.md §13, region.go): in
+	// Region is where this instance serves (docs/api.md §13, region.go): in
 	// region ID of Count its tags' numbers are those ≡ ID (mod Count).
 	// The zero Region is a single region, every number. The store must
 	// serve the same region (CheckRegion, which the caller runs first).

@@ -81,7 +81,7 @@ func (s *span) left() int64 { return max(0, s.end-max(s.cursor.Load(), s.start)+
 
 // buffer is the double buffer of one tag: cur is served lock-free; mu guards
 // everything else, and is never held across I/O. It is kept small, since an
-// instance may serve 100,000 tags (API.md §13): what only some tags need
+// instance may serve 100,000 tags (docs/api.md §13): what only some tags need
 // (a failing fetch's state, a waiter's channel) is made when needed.
 type buffer struct {
 	cur atomic.Pointer[span]

@@ -10,7 +10,7 @@ import (
 )
 
 // MaxCreateTags is the most tags one CreateTags takes: a tenant per tag,
-// 100,000 tags of an instance (API.md §13) in one request.
+// 100,000 tags of an instance (docs/api.md §13) in one request.
 const MaxCreateTags = 100_000
 
 var (

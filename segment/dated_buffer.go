@@ -10,7 +10,7 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// A dated tag (API.md §11) is served from one buffer per period: the
+// A dated tag (docs/api.md §11) is served from one buffer per period: the
 // double buffer every tag has (a current range, the next one prefetched
 // at 10%), its fetches reserving ranges of the period's counter
 // (PeriodStore.FetchPeriod) instead of the tag's row. datedTag holds the

@@ -23,7 +23,7 @@ import (
 // not rest on this (each stamp has its own counter): only that a number's
 // stamp is the period it was issued in, give or take the bound.
 
-// DefaultMaxClockSkew is Config.MaxClockSkew when 0 (API.md §11's
+// DefaultMaxClockSkew is Config.MaxClockSkew when 0 (docs/api.md §11's
 // dated.max_clock_skew).
 const DefaultMaxClockSkew = time.Second
 

@@ -2,7 +2,7 @@ package segment
 
 import "github.com/idalloc/idalloc/segment/dated"
 
-// A dated tag (API.md §11) is stored as a row of the segments table like
+// A dated tag (docs/api.md §11) is stored as a row of the segments table like
 // every tag, with Format dated, Length the digits of its sequence part,
 // Start the first sequence number of every period, and FormatSpec the rest
 // of its settings (period, time zone, prefix, separator) as dated.Spec
@@ -10,7 +10,7 @@ import "github.com/idalloc/idalloc/segment/dated"
 // period stamp), kept by the store's PeriodStore; the row's max_id counts
 // nothing.
 
-// DefaultDatedStep is a dated tag's step when none is given (API.md §11).
+// DefaultDatedStep is a dated tag's step when none is given (docs/api.md §11).
 const DefaultDatedStep = 1000
 
 var (

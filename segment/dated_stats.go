@@ -3,7 +3,7 @@ package segment
 import "time"
 
 // PeriodStats is a dated tag's current period as this allocator serves
-// it: what GET /tags, INFO and the monitor page show of it (API.md §11).
+// it: what GET /tags, INFO and the monitor page show of it (docs/api.md §11).
 // It is zero for the other formats, and before a dated tag's first ID.
 type PeriodStats struct {
 	// Stamp is the period's stamp (20261126 for a day); Start and End its

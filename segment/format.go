@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// A tag's format (API.md §7) is fixed when it is created and decides how
+// A tag's format (docs/api.md §7) is fixed when it is created and decides how
 // the tag's sequence, the numbers the store's max_id counts, becomes IDs:
 //
 //   - sequential: the ID is the sequence number, up to MaxUsableID.
@@ -25,11 +25,11 @@ import (
 // fixed_length IDs strictly increase per instance, as the sequence does;
 // scrambled IDs do not, by design: they are unique, in no order.
 //
-// dated (API.md §11) counts its sequence per (tag, period) instead, each
+// dated (docs/api.md §11) counts its sequence per (tag, period) instead, each
 // period from the tag's start to 10^length − 1, and writes the period's
 // stamp before it: see dated_buffer.go.
 
-// Length bounds per format (API.md §7).
+// Length bounds per format (docs/api.md §7).
 const (
 	// MaxLength is the most digits a fixed_length or scrambled ID has:
 	// 10^18 − 1 fits an int64.

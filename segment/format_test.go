@@ -12,7 +12,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// TestCheckNewTagFormats pins each format rule of API.md §7 to its words
+// TestCheckNewTagFormats pins each format rule of docs/api.md §7 to its words
 // and the start it stores.
 func TestCheckNewTagFormats(t *testing.T) {
 	const (

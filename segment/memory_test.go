@@ -52,7 +52,7 @@ func perTag(tb testing.TB, n int) (listed, used float64) {
 	return float64(loaded-before) / float64(n), float64(after-before) / float64(n)
 }
 
-// TestMemoryPerTag bounds what a tag costs in the heap (API.md §13: 2 KiB
+// TestMemoryPerTag bounds what a tag costs in the heap (docs/api.md §13: 2 KiB
 // of resident memory per tag, which the collector's headroom doubles): at
 // most 1 KiB with one ID taken. It measures 20,000 tags;
 // BenchmarkTagMemory measures 100,000.

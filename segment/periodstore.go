@@ -6,7 +6,7 @@ import (
 )
 
 // FormatDated serves business numbers that carry their period and restart
-// each period (API.md §11): stamp and sequence, the sequence counted per
+// each period (docs/api.md §11): stamp and sequence, the sequence counted per
 // (tag, period) in the store. Its settings beyond Length and Start (period,
 // time zone, prefix, separator) travel as Tag.FormatSpec, encoded by
 // package segment/dated.

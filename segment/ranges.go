@@ -6,7 +6,7 @@ import (
 )
 
 // Ranges hand a caller many IDs as a few runs of consecutive numbers
-// (API.md §12): what a client that serves IDs in its own process, such as
+// (docs/api.md §12): what a client that serves IDs in its own process, such as
 // Tinyid's or ours, needs, at the cost of a few bytes however many IDs.
 // Only a tag whose IDs are its sequence numbers has runs: sequential and
 // fixed_length tags. A scrambled tag's IDs are a permutation of them and

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// Regions (API.md §13) are sites that share no database. Each has its own
+// Regions (docs/api.md §13) are sites that share no database. Each has its own
 // store, and a tag's IDs in region ID of Count are the numbers ≡ ID (mod
 // Count), Tinyid's delta and remainder: Count databases never issue the
 // same ID, whatever each is cut off from, and the IDs of all regions stay

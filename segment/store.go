@@ -104,7 +104,7 @@ type Tag struct {
 	Description string
 	UpdateTime  time.Time
 
-	// Format is how the tag's numbers are served (API.md §7); empty means
+	// Format is how the tag's numbers are served (docs/api.md §7); empty means
 	// FormatSequential, as rows from before formats existed are.
 	Format Format
 	// Length is the digit count of fixed_length and scrambled IDs; 0 for

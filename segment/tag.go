@@ -16,10 +16,10 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// Format is how a tag's numbers are served (API.md §7).
+// Format is how a tag's numbers are served (docs/api.md §7).
 type Format string
 
-// The formats of API.md §7.
+// The formats of docs/api.md §7.
 const (
 	// FormatSequential serves the sequence itself: 1, 2, 3, … (the default).
 	FormatSequential Format = "sequential"
@@ -45,7 +45,7 @@ func ValidTag(s string) bool { return naming.Valid(s) }
 type NewTag struct {
 	AppTag string
 	// Step is the fetch size; 0 when not given, which only format dated
-	// takes: its default is DefaultDatedStep (API.md §11).
+	// takes: its default is DefaultDatedStep (docs/api.md §11).
 	Step int64
 	// Start is the tag's first ID, nil when not given: the format's
 	// first ID. A given start is checked as given: 0 is below every
@@ -60,7 +60,7 @@ type NewTag struct {
 	// checked here.
 	Length int64
 
-	// The settings of format dated (API.md §11), "" when not given; a
+	// The settings of format dated (docs/api.md §11), "" when not given; a
 	// tag of another format refuses each one given. Period is when the
 	// sequence restarts (day by default), TimeZone the IANA zone it is
 	// read in (UTC by default), Prefix and Separator the text around the

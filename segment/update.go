@@ -10,7 +10,7 @@ import (
 )
 
 // TagChange is what UpdateTag may change of a tag: what never changes its
-// numbers (API.md §12, PATCH /tags). A nil field is left as it is.
+// numbers (docs/api.md §12, PATCH /tags). A nil field is left as it is.
 type TagChange struct {
 	// Step is the fetch size, and so the adaptive step's floor.
 	Step        *int64

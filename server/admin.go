@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// admin guards h (API.md §2, "Admin protection"). A request a browser
+// admin guards h (docs/api.md §2, "Admin protection"). A request a browser
 // made on behalf of another site is refused first, in either mode: a
 // loopback peer or a valid-looking request is no proof that the operator
 // meant it. Then, with an admin token, the request must carry it as a
@@ -33,7 +33,7 @@ func (s *Server) admin(h handlerFunc) handlerFunc {
 // the operator's business once there is an operator's token to ask for.
 // With alloc_auth on it is guarded either way (loopback without a token):
 // its answers name every tag and its figures, which no tag token may see
-// (API.md §15).
+// (docs/api.md §15).
 func (s *Server) adminIfToken(h handlerFunc) handlerFunc {
 	if s.adminToken == "" && s.guard == nil {
 		return h

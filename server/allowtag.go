@@ -2,7 +2,7 @@ package server
 
 import "net/http"
 
-// allowTag is nil when r may take IDs of tag, else why not (API.md §12):
+// allowTag is nil when r may take IDs of tag, else why not (docs/api.md §12):
 // with alloc_auth on, the token r carries (an Authorization: Bearer
 // header, or Tinyid's token= parameter) must be one the guard allows tag;
 // tag "" is for the ID calls that name no tag (snowflake IDs), which any
@@ -35,7 +35,7 @@ func (s *Server) checkToken(r *http.Request, tag string) error {
 }
 
 // allowTagInfo is nil when r may read what this instance knows of tag (the
-// IDs it buffers: /health?app_tag=), else why not (API.md §15): with
+// IDs it buffers: /health?app_tag=), else why not (docs/api.md §15): with
 // alloc_auth on, a token allowed tag or admin rights (the admin token, or
 // loopback without one). The tag is not looked up first, so an unknown tag
 // is refused exactly as a forbidden one.

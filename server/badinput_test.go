@@ -19,7 +19,7 @@ import (
 // and status the contract gives that Kind; and at the end the store holds
 // what it held before. The RESP front end's tests run the same cases.
 func TestBadInputSameWordsAsDomain(t *testing.T) {
-	// The contract's answer per Kind (API.md §2), written out rather than
+	// The contract's answer per Kind (docs/api.md §2), written out rather than
 	// read from kindTable, which is what is under test.
 	wantByKind := map[string]struct{ code, status int }{
 		"bad_request":  {1, 400},

@@ -7,7 +7,7 @@ import (
 )
 
 // What Leaf's routes (leaf.go) and Tinyid's (tinyid.go, tinyid_segment.go)
-// share (API.md §12). Both services are Spring Boot 1.5 applications whose
+// share (docs/api.md §12). Both services are Spring Boot 1.5 applications whose
 // controllers map their routes with @RequestMapping and no method, so they
 // answer every method, and bind parameters from the query string and from
 // a form-encoded body alike; Tinyid's Java client POSTs. idalloc answers

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// compatCase is one request to a Leaf or Tinyid route (API.md §12) and
+// compatCase is one request to a Leaf or Tinyid route (docs/api.md §12) and
 // its answer, byte for byte.
 type compatCase struct {
 	name   string

@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/segment/dated"
 )
 
-// Dated tags (API.md §11) over HTTP. A dated tag without prefix and
+// Dated tags (docs/api.md §11) over HTTP. A dated tag without prefix and
 // separator has numbers, which /alloc answers as every tag's ("id", "ids")
 // and as text beside them ("id_str", "ids_str"): they have up to 18
 // digits, past JavaScript's 2^53. With a prefix or a separator its IDs are
@@ -27,7 +27,7 @@ import (
 // IDs' period ends (appendPeriodEnd): the Go client serves them no longer.
 //
 // A period whose numbers are spent is resp_code 10, kind period_exhausted,
-// HTTP 409 as API.md §2's table has resp_code 10, with Retry-After until
+// HTTP 409 as docs/api.md §2's table has resp_code 10, with Retry-After until
 // the next period begins (errors.go). An instance whose clock is off the
 // store's refuses dated tags with kind unavailable: 503, resp_code 3,
 // Retry-After 1, the allocator checking the clocks again every second.

@@ -69,7 +69,7 @@ func newDatedRig(tb testing.TB, st storetest.Store, now func() time.Time, skew t
 // fixed date against a store on the real one: no skew refusal.
 const centuries = 100 * 365 * 24 * time.Hour
 
-// exhaustedBody is the answer of a spent period: resp_code 10 as API.md
+// exhaustedBody is the answer of a spent period: resp_code 10 as docs/api.md
 // §11 says, which §2's table answers 409.
 var exhaustedBody = `{"resp_code":10,"msg":"` + dated.ErrPeriodExhausted.Error() + `","kind":"period_exhausted","field":"app_tag"}`
 

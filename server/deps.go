@@ -24,7 +24,7 @@ type Segments interface {
 	// Count-th number of Region.
 	NextRanges(ctx context.Context, tag string, n int64, dst []segment.Range) ([]segment.Range, error)
 	NextRun(ctx context.Context, tag string, max int64) (segment.Range, error)
-	// Region is where the allocator serves (API.md §13): its IDs are the
+	// Region is where the allocator serves (docs/api.md §13): its IDs are the
 	// numbers ≡ ID (mod Count), Tinyid's remainder and delta.
 	Region() segment.Region
 	Buffered(tag string) (int64, error)
@@ -51,7 +51,7 @@ type Segments interface {
 	// those fields, and answers the row as Tags lists it.
 	UpdateTag(ctx context.Context, tag string, c segment.TagChange) (segment.Tag, error)
 
-	// A dated tag's IDs (API.md §11): without prefix and separator they
+	// A dated tag's IDs (docs/api.md §11): without prefix and separator they
 	// are numbers, which Next and NextN serve; with one they are text,
 	// which Next and NextN refuse (segment.ErrTextOnly) and these serve.
 	AppendNextText(ctx context.Context, tag string, dst []byte) ([]byte, error)

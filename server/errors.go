@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Response codes of the contract's table (API.md §2).
+// Response codes of the contract's table (docs/api.md §2).
 const (
 	codeOK               = 0
 	codeBadRequest       = 1
@@ -37,7 +37,7 @@ var (
 )
 
 // answer is how one error is told to the client: the contract's resp_code
-// and status for its kind, the kind itself and the field at fault (API.md
+// and status for its kind, the kind itself and the field at fault (docs/api.md
 // §2), and the words.
 type answer struct {
 	code   int
@@ -82,7 +82,7 @@ var kindTable = map[errs.Kind]struct{ code, status int }{
 	errs.MethodNotAllowed: {codeMethodNotAllowed, http.StatusMethodNotAllowed},
 	errs.Exists:           {codeConflict, http.StatusConflict},
 	errs.Exhausted:        {codeConflict, http.StatusConflict},
-	// A dated tag's period used up (API.md §11): resp_code 10, which §2's
+	// A dated tag's period used up (docs/api.md §11): resp_code 10, which §2's
 	// table answers 409, with Retry-After until the next period begins
 	// (classify). Not a 503: another instance shares the period's counter,
 	// so a client must wait for the next period, not fail over.

@@ -269,7 +269,7 @@ func TestErrorTable(t *testing.T) {
 	}
 }
 
-// TestKindTable: every kind of the vocabulary (errs.Kinds, API.md §2) has
+// TestKindTable: every kind of the vocabulary (errs.Kinds, docs/api.md §2) has
 // the contract's resp_code and status, and goes out on the wire as its
 // kind with its field; an unknown kind is an internal error.
 func TestKindTable(t *testing.T) {

@@ -72,7 +72,7 @@ func (s *Server) snowflakeWait() workerlease.Wait {
 }
 
 // healthWaiting answers /health while the instance holds no lease whose
-// fence is open (API.md §2): from its start until its first grant opens,
+// fence is open (docs/api.md §2): from its start until its first grant opens,
 // through a grant's wait for a holder the store may have forgotten (§3),
 // and after a loss. Segments are served, so the state stands, and the body
 // says why and how long snowflake IDs wait, for operators and the monitor

@@ -94,7 +94,7 @@ func TestCloseStopsChecker(t *testing.T) {
 }
 
 // TestHealthWhileLeaseWaits: while this instance's lease waits out a holder
-// the store may have forgotten (API.md §3), /health stays 200 with its
+// the store may have forgotten (docs/api.md §3), /health stays 200 with its
 // state (segments are served) and says how long snowflake IDs wait, as
 // /status does for the monitor page.
 func TestHealthWhileLeaseWaits(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/snowflake"
 )
 
-// Meituan Leaf's HTTP routes (API.md §12), so that a Leaf client switches
+// Meituan Leaf's HTTP routes (docs/api.md §12), so that a Leaf client switches
 // by changing its URL. What Leaf does, from its source (Meituan-Dianping/
 // Leaf, leaf-server: controller/LeafController.java,
 // controller/LeafMonitorController.java, exception/LeafServerException.java,

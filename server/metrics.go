@@ -28,7 +28,7 @@ const namespace = "idalloc"
 // max_tag_series tags have them, the busiest; the rest are summed under
 // app_tag="_other" (tagseries.go), so a scrape's size does not grow with
 // the tag count. A dated tag
-// (API.md §11) adds one: what is left of its current period, the one
+// (docs/api.md §11) adds one: what is left of its current period, the one
 // figure that warns before its numbers run out, which is an outage of the
 // tag until the next period; only dated tags have it, from their first ID
 // on this instance until their period ends. Everything

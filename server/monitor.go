@@ -12,7 +12,7 @@ import (
 	"sync"
 )
 
-// The monitor page (API.md §10): plain HTML, CSS and JavaScript embedded in
+// The monitor page (docs/api.md §10): plain HTML, CSS and JavaScript embedded in
 // the binary, no build step, nothing fetched from elsewhere. It holds no
 // data and no secret; its script polls GET /status (status.go) once a
 // second for the page of tags it shows (filtered by a prefix, by name or

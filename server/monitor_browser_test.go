@@ -191,7 +191,7 @@ func testMonitorFollows(t *testing.T, browser context.Context, dir string) {
 	tb.waitFor("the lease and the snowflake ID issued", `document.getElementById("sf-worker").textContent.startsWith("`+
 		strconv.FormatInt(rg.lease.WorkerID, 10)+` (max 1023)") && document.getElementById("sf-issued").textContent === "1"`)
 
-	// A dated tag: its IDs' shape, and its current period (API.md §11).
+	// A dated tag: its IDs' shape, and its current period (docs/api.md §11).
 	res, err := http.Post(rg.url+"/tags", "application/json", strings.NewReader(
 		`{"app_tag":"orders","format":"dated","period":"year","prefix":"ORD","separator":"-","step":10}`))
 	if err != nil || res.StatusCode != http.StatusCreated {

@@ -7,7 +7,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// GET /tags and GET /status list a page of the tags (API.md §13):
+// GET /tags and GET /status list a page of the tags (docs/api.md §13):
 // ?prefix= keeps the tags that start with it, ?after= starts after the
 // tag the previous page ended with (its "next"), ?limit= bounds the page
 // and ?sort=busiest ranks the tags by the IDs they issued lately instead

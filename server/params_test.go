@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestOneSpellingPerRequest (API.md §2): a parameter given twice, or a
+// TestOneSpellingPerRequest (docs/api.md §2): a parameter given twice, or a
 // number with a sign, leading zeros or another base, in any handler's query
 // or path, is 400 resp_code 1 naming it, and reaches neither the allocator
 // nor the snowflake source; the numbers' one spelling is served.

@@ -25,7 +25,7 @@ func asRanges(raw string) (bool, error) {
 	return true, nil
 }
 
-// allocRanges serves GET /alloc?app_tag=T&count=N&as=ranges (API.md §12):
+// allocRanges serves GET /alloc?app_tag=T&count=N&as=ranges (docs/api.md §12):
 // N IDs, from 1 to max_range, as [first,last] pairs, strictly increasing
 // and disjoint. A client that serves IDs itself gets a million in a few
 // bytes, where a list would cost the server an encoder's time per ID. A

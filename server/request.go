@@ -38,7 +38,7 @@ func tagParam(raw string) (string, error) {
 // '+' is unescaped. A value that does not unescape is a bad request naming
 // key, and so is a key given twice, even with one value: url.Values.Get
 // reads the first, other parsers the last, and a proxy or a log must never
-// read another request from the one we serve (API.md §2).
+// read another request from the one we serve (docs/api.md §2).
 func queryParam(raw, key string) (value string, found bool, err error) {
 	for raw != "" {
 		var pair string

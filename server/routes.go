@@ -44,14 +44,14 @@ func (s *Server) routes() http.Handler {
 		{http.MethodPost, "/workerid", s.admin(s.handleAcquire)},
 		{http.MethodPost, "/workerid/renew", s.admin(s.handleRenew)},
 		{http.MethodPost, "/workerid/release", s.admin(s.handleRelease)},
-		// Per-tag tokens and the audit log (API.md §12): admin calls,
+		// Per-tag tokens and the audit log (docs/api.md §12): admin calls,
 		// whether alloc_auth is on or not, so that tokens can be made
 		// before it is turned on.
 		{http.MethodGet, "/tokens", s.admin(s.handleListTokens)},
 		{http.MethodPost, "/tokens", s.admin(s.handleCreateToken)},
 		{http.MethodDelete, "/tokens/{name}", s.admin(s.handleRevokeToken)},
 		{http.MethodGet, "/audit", s.admin(s.handleAudit)},
-		// Leaf's and Tinyid's routes (API.md §12; compat.go): their
+		// Leaf's and Tinyid's routes (docs/api.md §12; compat.go): their
 		// controllers take every method, and Tinyid's client POSTs.
 		{http.MethodGet, leafSegmentPrefix + "{key}", s.handleLeafSegment},
 		{http.MethodPost, leafSegmentPrefix + "{key}", s.handleLeafSegment},

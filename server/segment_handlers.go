@@ -22,7 +22,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 // url.Values, no encoding/json, one pooled buffer, one Write. Every format's
 // "id" is a JSON number (scrambled and fixed_length IDs have at most 18
 // digits). A batch of a sequential or fixed_length tag is strictly
-// increasing; a scrambled tag's batch is unique, in no order (API.md §7).
+// increasing; a scrambled tag's batch is unique, in no order (docs/api.md §7).
 // A dated tag's IDs come with their text, or as text only (dated.go).
 func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	raw := r.URL.RawQuery
@@ -213,7 +213,7 @@ type createdTag struct {
 
 // newTagOf reads a tag of POST /tags, the body or an entry of its array:
 // app_tag is required, and step too but for format dated, whose step has
-// a default (API.md §11); start, description, format, length and dated's
+// a default (docs/api.md §11); start, description, format, length and dated's
 // period, time_zone, prefix and separator are optional, and what is not
 // sent is left "not given" for the allocator's defaults. Only the JSON is
 // checked here; the tag's rules and their words are the allocator's

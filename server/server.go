@@ -2,7 +2,7 @@
 // (/snowflake), worker-ID leases (/workerid), tag administration (/tags),
 // per-tag access tokens (/tokens) and the audit log (/audit), load-balancer
 // health (/health), Prometheus metrics (/metrics) and a monitor page (/,
-// polling /status), exactly as the contract in API.md describes them; and
+// polling /status), exactly as the contract in docs/api.md describes them; and
 // Meituan Leaf's and Didi Tinyid's routes, answered in those services'
 // shapes (compat.go), so their clients switch by URL. With alloc_auth on,
 // the ID routes take a per-tag token (allowtag.go).
@@ -72,7 +72,7 @@ type Config struct {
 	// refused.
 	AdminToken string
 	// AllocAuth makes /alloc and /snowflake need a token that Deps.Guard
-	// allows (API.md §12); off, they are served to anyone.
+	// allows (docs/api.md §12); off, they are served to anyone.
 	AllocAuth bool
 	// MaxBatch is the largest count of /alloc and /snowflake; 0 means
 	// segment.DefaultMaxBatch.

@@ -12,7 +12,7 @@ import (
 // is open, /health (200, status ok) carries why and snowflake_wait_ms, and
 // /snowflake and GET /workerid answer resp_code 3 with Retry-After, in
 // words that say why and about how long; resp_code 5 only when the keeper
-// found every worker ID held (API.md §2).
+// found every worker ID held (docs/api.md §2).
 func TestSnowflakeWaitAnswers(t *testing.T) {
 	for _, tt := range []struct {
 		name       string

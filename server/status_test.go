@@ -112,7 +112,7 @@ func TestStatusLeaseStates(t *testing.T) {
 	}
 }
 
-// TestStatusAdmin: /status follows GET /tags' rules (API.md §2); the page
+// TestStatusAdmin: /status follows GET /tags' rules (docs/api.md §2); the page
 // that polls it loads for anyone, holding no data.
 func TestStatusAdmin(t *testing.T) {
 	cases := []struct {

@@ -19,7 +19,7 @@ var listedFields = []string{"app_tag", "format", "length", "start", "max_id", "p
 // changes, and every other one GET /tags shows, to refuse by name.
 var patchFields = append([]string{"step", "description"}, listedFields...)
 
-// handleUpdateTag serves PATCH /tags/{app_tag} (admin, API.md §12): it
+// handleUpdateTag serves PATCH /tags/{app_tag} (admin, docs/api.md §12): it
 // changes the tag's step or description, or both, what never changes its
 // numbers, and answers the tag as GET /tags shows it. The rules and their
 // words are the allocator's (segment.Allocator.UpdateTag); this reads the

@@ -8,7 +8,7 @@ import (
 )
 
 // TestTagInfoNeedsToken: with alloc_auth on, /health?app_tag= answers
-// only a token allowed the tag, or the admin token (API.md §15); without
+// only a token allowed the tag, or the admin token (docs/api.md §15); without
 // one it is refused as an ID call is, and an unknown tag is refused
 // exactly as a forbidden one: the same status and the same bytes.
 func TestTagInfoNeedsToken(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// POST /tags with a JSON array creates many tags in one request (API.md
+// POST /tags with a JSON array creates many tags in one request (docs/api.md
 // §13): each entry is the object POST /tags takes for one tag, and the
 // answer is 201 with the tags created, in the request's order, each as the
 // one-tag answer has it. The allocator writes them a chunk per

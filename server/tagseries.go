@@ -10,7 +10,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Per-tag series are capped (API.md §13): at most maxSeries tags have
+// Per-tag series are capped (docs/api.md §13): at most maxSeries tags have
 // series of their own, the busiest, and every other tag is summed under
 // app_tag="_other", so a scrape has at most maxSeries+1 app_tag values
 // per metric whatever the tag count. An instance with no more tags than

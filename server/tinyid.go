@@ -7,7 +7,7 @@ import (
 	"github.com/idalloc/idalloc/errs"
 )
 
-// Didi Tinyid's HTTP routes (API.md §12): nextId and nextIdSimple here,
+// Didi Tinyid's HTTP routes (docs/api.md §12): nextId and nextIdSimple here,
 // the segment routes its Java client uses in tinyid_segment.go. What
 // Tinyid does, from its source (didi/tinyid, tinyid-server:
 // controller/IdContronller.java, vo/Response.java, vo/ErrorCode.java,

@@ -9,7 +9,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Tinyid's segment routes (API.md §12), which its Java client takes its
+// Tinyid's segment routes (docs/api.md §12), which its Java client takes its
 // IDs from, so that the client runs against idalloc unchanged. What
 // Tinyid does, from its source (didi/tinyid, tinyid-server:
 // controller/IdContronller.java, service/impl/DbSegmentIdServiceImpl.java,
@@ -52,7 +52,7 @@ import (
 // First to Last is currentId First − 1, maxId Last, and loadingId
 // currentId + (Last − currentId)·20/100, as Tinyid computes it from its
 // step, so the client prefetches at the same point of the run; delta and
-// remainder are the instance's region count and ID (API.md §13), 1 and 0
+// remainder are the instance's region count and ID (docs/api.md §13), 1 and 0
 // without regions: in region r of R the run is every R-th number from
 // First ≡ r, and the client, which aligns currentId to the remainder
 // before it adds delta, issues exactly those. Errors as nextId's and

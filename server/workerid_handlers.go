@@ -32,7 +32,7 @@ type OwnLease interface {
 }
 
 // handleOwnLease serves GET /workerid: the lease once its fence is open;
-// before, resp_code 3 with Retry-After, saying why (API.md §2), or 5 when
+// before, resp_code 3 with Retry-After, saying why (docs/api.md §2), or 5 when
 // the instance found every worker ID held.
 func (s *Server) handleOwnLease(w http.ResponseWriter, r *http.Request) int {
 	if s.own == nil {
@@ -65,7 +65,7 @@ type leaseJSON struct {
 	LastTimestampMS int64  `json:"last_timestamp_ms"`
 	// NoHistory: the store had no record of the worker ID (never leased,
 	// or forgotten). The holder must issue no ID under it before lease_ms
-	// plus its clock-skew bound has passed (API.md §3).
+	// plus its clock-skew bound has passed (docs/api.md §3).
 	NoHistory bool `json:"no_history,omitempty"`
 }
 

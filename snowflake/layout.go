@@ -95,7 +95,7 @@ func (l Layout) check() error {
 // MaxWorkerID returns the highest worker ID the layout can carry, 2^WorkerBits-1.
 func (l Layout) MaxWorkerID() int64 { return 1<<l.WorkerBits - 1 }
 
-// RegionWorkerIDs returns the worker IDs of region id of count (API.md
+// RegionWorkerIDs returns the worker IDs of region id of count (docs/api.md
 // §13): the n = ⌊2^WorkerBits / count⌋ IDs from first = id·n, so that the
 // regions' ranges are disjoint and instances of different regions never
 // share a worker ID although each region leases from a store of its own.

@@ -17,7 +17,7 @@ var (
 	_ access.Store = (*Postgres)(nil)
 )
 
-// The tables of package access (API.md §12): the per-tag tokens, kept as
+// The tables of package access (docs/api.md §12): the per-tag tokens, kept as
 // hashes, and the audit log. Like segment_periods they are newer than the
 // others, and a start does not require them: -init-schema (and every
 // SQLite open) creates them, a call on one that is missing says so and

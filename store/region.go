@@ -15,7 +15,7 @@ var (
 	_ segment.RegionStore = (*Postgres)(nil)
 )
 
-// regionTable records the region a database serves (API.md §13; see
+// regionTable records the region a database serves (docs/api.md §13; see
 // schema.sql): one row, id 1, written by the first instance of a region
 // and never changed. Like the access tables it is newer than the others
 // and a start does not require it: a database without it records no

@@ -13,7 +13,7 @@
 -- DATETIME(3); without it, a start on such a table fails and names the
 -- ALTER TABLE that does it.
 --
--- Number formats (API.md §7): format is sequential, fixed_length or
+-- Number formats (docs/api.md §7): format is sequential, fixed_length or
 -- scrambled, length the digit count of the last two, format_key a scrambled
 -- tag's secret key, never shown by any API, log or metric. A segments table
 -- made before these columns still works, every row sequential; idalloc
@@ -25,13 +25,13 @@
 -- their start is unknown. -init-schema adds it like the format columns.
 --
 -- format_spec is a dated tag's settings beyond length and start (period,
--- time zone, prefix, separator; API.md §11), as idalloc encodes them; ''
+-- time zone, prefix, separator; docs/api.md §11), as idalloc encodes them; ''
 -- for every other format. -init-schema adds it like the format columns.
 --
 -- update_time is set by every write of a row (fetch, give-back, create,
 -- update, advance), and the index segments_update_time finds the rows
 -- changed since a moment: each instance reloads its tag list by what
--- changed, not by reading every row (API.md §13). -init-schema adds the
+-- changed, not by reading every row (docs/api.md §13). -init-schema adds the
 -- index to a table made before it; without it the same rows are found by
 -- reading the whole table.
 --
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS segments (
 INSERT IGNORE INTO segments (app_tag, max_id, step, description, start)
 VALUES ('test_business', 0, 100000, 'test_business', 1);
 
--- The counters of dated tags (API.md §11): one row per tag and period
+-- The counters of dated tags (docs/api.md §11): one row per tag and period
 -- stamp (yyyyMMdd and the like, as a number), max_id the highest sequence
 -- number handed out in that period, moved by the same compare-and-set as
 -- segments.max_id. A database made before it lacks only this table:
@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS worker_layouts (
   PRIMARY KEY (cluster)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- Per-tag access tokens (API.md §12): token_hash is the SHA-256 of the
+-- Per-tag access tokens (docs/api.md §12): token_hash is the SHA-256 of the
 -- token in hex, never the token itself, which is shown once at create;
 -- app_tags the tags it may take IDs of, comma-separated (a tag holds no
 -- comma). With alloc_auth on, every instance reloads this table every
@@ -111,7 +111,7 @@ CREATE TABLE IF NOT EXISTS alloc_tokens (
   UNIQUE KEY alloc_tokens_hash (token_hash)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- The audit log (API.md §12): one row per admin change (tag.create,
+-- The audit log (docs/api.md §12): one row per admin change (tag.create,
 -- tag.update, token.create, token.revoke, advance), at by the database's
 -- clock, caller as the front end knew it (admin-token or loopback, and the
 -- remote address), subject the tag or token name, detail what changed as
@@ -126,7 +126,7 @@ CREATE TABLE IF NOT EXISTS audit_log (
   PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- The region this database serves (API.md §13): with region.count R above
+-- The region this database serves (docs/api.md §13): with region.count R above
 -- 1, each region has a database of its own, whose tags' IDs are those ≡
 -- region_id (mod R). The first instance of a region records it (id is
 -- always 1: one row, inserted once, never changed); an instance configured

@@ -11,7 +11,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// The columns segments gained after the seed's (API.md §3, §7, §11): the
+// The columns segments gained after the seed's (docs/api.md §3, §7, §11): the
 // number formats (a tag's format, its digit count, a scrambled tag's secret
 // key), start, a tag's first ID as created, and format_spec, a dated tag's
 // settings. A segments table made before them lacks some or all; its rows

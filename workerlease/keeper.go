@@ -102,7 +102,7 @@ func (k *Keeper) SecondsLeft(now time.Time) float64 {
 }
 
 // Wait says why the keeper holds no lease whose fence is open at now, and
-// about how long until it may (API.md §2, Health): from before its first
+// about how long until it may (docs/api.md §2, Health): from before its first
 // grant (started or not) until that grant's fence opens, after a loss
 // until the next one's does, and while a renewal is overdue; the zero Wait
 // while the current lease may issue IDs. It takes no lock.

@@ -14,7 +14,7 @@ import (
 
 // TestKeeperWait follows a keeper from before its start to an open fence
 // and through a loss: at every moment before a lease's fence is open it
-// says why and for about how long (API.md §2, Health), and only a look at
+// says why and for about how long (docs/api.md §2, Health), and only a look at
 // the leases that found every worker ID held says the cluster is full.
 func TestKeeperWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package manytags measures idalloc serving many tags (API.md §13): it
+// Package manytags measures idalloc serving many tags (docs/api.md §13): it
 // holds only a test, skipped unless IDALLOC_TEST_MANY_TAGS names the tag counts
 // to measure (IDALLOC_TEST_MANY_TAGS=10000,100000), so that CI does not pay for
 // it. For each count and store (the embedded SQLite, and MySQL or MariaDB

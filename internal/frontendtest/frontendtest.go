@@ -153,7 +153,7 @@ func Cases() []Case {
 			WantKind: "bad_request", WantMsg: fmt.Sprintf("invalid description: longer than %d characters", segment.MaxDescription)},
 		{Name: "create bad tag and bad step names the tag", Op: CreateTag, Tag: "bad tag", Step: 0, WantKind: "bad_request", WantMsg: msgInvalidTag},
 
-		// Number formats (API.md §7), checked after the step, before the
+		// Number formats (docs/api.md §7), checked after the step, before the
 		// start and description.
 		{Name: "create unknown format", Op: CreateTag, Tag: "t1", Step: 10, Format: "random", Length: 8, WantKind: "bad_request", WantMsg: msgInvalidFormat},
 		{Name: "create format in capitals", Op: CreateTag, Tag: "t1", Step: 10, Format: "Scrambled", Length: 8, WantKind: "bad_request", WantMsg: msgInvalidFormat},

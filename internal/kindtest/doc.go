@@ -1,5 +1,5 @@
 // Package kindtest reaches every kind of the error vocabulary (package
-// errs, API.md §2) through real requests to both front ends, HTTP
+// errs, docs/api.md §2) through real requests to both front ends, HTTP
 // (package server) and RESP (package resp), on one real instance on a
 // SQLite store, from one table: kinds_test.go. The front ends never import
 // each other, so the test that holds them to one table lives here, where

@@ -35,7 +35,7 @@ const (
 	// hold them all.
 	maxWorkerID = 1
 	// leaseOnly is why RESP cannot produce the lease kinds.
-	leaseOnly = "RESP serves no worker-lease commands (API.md §6)"
+	leaseOnly = "RESP serves no worker-lease commands (docs/api.md §6)"
 )
 
 // row is one kind of the vocabulary and how a client reaches it: the
@@ -48,7 +48,7 @@ type row struct {
 	skip string
 	// seed is SQL run on the database before the instance starts.
 	seed string
-	// allocAuth starts the instance with alloc_auth on (API.md §12), and
+	// allocAuth starts the instance with alloc_auth on (docs/api.md §12), and
 	// a per-tag token of tokenTag made; tagToken sends that token, as the
 	// HTTP request's Bearer and by RESP's AUTH.
 	allocAuth, tagToken bool
@@ -62,7 +62,7 @@ type row struct {
 	admin                bool
 	// The HTTP answer: status, resp_code and the field at fault ("" for
 	// none); its kind is the row's, and it carries Retry-After if and only
-	// if it is a 503 (API.md §2) or a spent period (§11).
+	// if it is a 503 (docs/api.md §2) or a spent period (§11).
 	status, code int
 	field        string
 
@@ -73,7 +73,7 @@ type row struct {
 	auth     bool
 	respSkip string
 	httpSkip string
-	// class is the RESP error's first word (API.md §6); the rest is HTTP's
+	// class is the RESP error's first word (docs/api.md §6); the rest is HTTP's
 	// msg, unless respOwn is set: then RESP's words begin with respOwn,
 	// and respWhy says why they cannot be HTTP's.
 	class            string
@@ -123,7 +123,7 @@ func rows() []row {
 			status: 409, code: 10, field: "app_tag", cmd: []any{"HSET", "test_business", "step", "10"}, auth: true, class: "ERR"},
 		{kind: errs.Exhausted, setup: spendTag, target: "/alloc?app_tag=spent", status: 409, code: 10, field: "app_tag",
 			cmd: []any{"GET", "spent"}, class: "ERR"},
-		// resp_code 10 (API.md §11), which §2's table answers 409, with
+		// resp_code 10 (docs/api.md §11), which §2's table answers 409, with
 		// Retry-After until the next period; RESP answers ERR (§6: TRYAGAIN
 		// is for resp_codes 3 and 4, and go-redis retries it at once).
 		{kind: errs.PeriodExhausted, setup: spendPeriod, target: "/alloc?app_tag=spent_period", status: 409, code: 10, field: "app_tag",
@@ -137,7 +137,7 @@ func rows() []row {
 // requests to a real instance (the allocator, lease service and snowflake
 // source on a SQLite store, served by both front ends): HTTP answers the
 // contract's status, resp_code, kind and field, with Retry-After on a 503;
-// RESP answers the class of API.md §6 and HTTP's msg as its words. A kind
+// RESP answers the class of docs/api.md §6 and HTTP's msg as its words. A kind
 // of errs.Kinds with no row fails the test.
 func TestEveryKindOverHTTPAndRESP(t *testing.T) {
 	byKind := map[errs.Kind]row{}

@@ -53,7 +53,7 @@ that config names:
     + snowflake.max_drift_error, the longest a forgotten holder may still
     issue IDs), so the next holder of each worker ID starts after it.
 
-In the database of one region of several (API.md §13: region.count above
+In the database of one region of several (docs/api.md §13: region.count above
 1; the database's record says which, else the config), a tag's IDs are one
 number in region.count, and -by and the estimate count them: each max_id
 moves by region.count times as much.
@@ -234,7 +234,7 @@ func advanceRegion(ctx context.Context, st segment.RegionStore, cfg config.Setti
 	return cfg.Region.Region(), nil
 }
 
-// recordAdvance writes a run that moved the store to its audit log (API.md
+// recordAdvance writes a run that moved the store to its audit log (docs/api.md
 // §12), the caller this command on this host. The run is made, so a
 // failure to record it is told on stderr, not returned: the exit status
 // says whether the store moved.

@@ -63,7 +63,7 @@ user may only read will do:
             delta and remainder split its sequence between databases is
             honoured when they are the target's region (-region-count R
             -region-id r: the IDs ≡ r mod R, which the target then records
-            as its region, API.md §13); without those flags, only delta 1
+            as its region, docs/api.md §13); without those flags, only delta 1
             and remainder 0. Any other row cannot be honoured: each is
             listed and nothing is migrated, unless it is left out with
             -skip-tags (Tinyid's own sample data has one: test_odd, of
@@ -83,7 +83,7 @@ dropped from the Tinyid tokens imported (a token left with no tag is not
 imported). Each is listed as left out. A name the source does not have is
 refused, naming it, before anything is written.
 
-The region a source database serves (API.md §13: region.count above 1)
+The region a source database serves (docs/api.md §13: region.count above 1)
 comes with it: the target records the same, and a target that records
 another region is refused before anything is copied, since a database
 serves one region for good. -region-count R -region-id r make the target

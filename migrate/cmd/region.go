@@ -12,7 +12,7 @@ type regionSource interface {
 	RegionRecord(ctx context.Context) (segment.Region, bool, error)
 }
 
-// migrateRegion carries the region the source serves (API.md §13) to the
+// migrateRegion carries the region the source serves (docs/api.md §13) to the
 // target, before anything else: a database serves one region for good,
 // since its max_id has counted that region's numbers, so a target that
 // records another is refused with ErrRegionMismatch, nothing copied. want,

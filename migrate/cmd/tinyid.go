@@ -43,7 +43,7 @@ func (e tinyidRefusedError) Error() string {
 // a single region: delta 1, remainder 0): Tinyid then issues only the IDs
 // ≡ remainder (mod delta) from that database, and another database issues
 // the others, above this one's max_id as often as below it. A region of
-// idalloc (API.md §13) serves those same numbers when its count is delta
+// idalloc (docs/api.md §13) serves those same numbers when its count is delta
 // and its ID remainder, so such rows are honoured there; carried into
 // anything else, they would repeat the IDs the other databases issued.
 // Every row refused is listed, then it returns a tinyidRefusedError,
@@ -120,7 +120,7 @@ func tinyidGrants(rows []store.TinyidToken) []tinyidGrant {
 }
 
 // migrateTinyidTokens reads tiny_id_token and makes its grants idalloc's
-// per-tag tokens in to (API.md §12): each grant's name, its secret as the
+// per-tag tokens in to (docs/api.md §12): each grant's name, its secret as the
 // chosen token, so Tinyid's clients keep sending what they send, its
 // tags but those of skip (a grant left with none is reported and not
 // made). A grant already there (a second run) is left as it is; one

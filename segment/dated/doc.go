@@ -1,5 +1,5 @@
 // Package dated is the pure core of idalloc's business-number format
-// `dated` (API.md §11): numbers that carry the period they were issued in
+// `dated` (docs/api.md §11): numbers that carry the period they were issued in
 // and restart each period, such as 20261126000123 or ORD-20261126-000123.
 // It holds the layout, the settings and their checks, the period
 // arithmetic and the composition of IDs, and nothing else: no I/O, no

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds and defaults of API.md §11.
+// Bounds and defaults of docs/api.md §11.
 const (
 	// MaxDigits is the most digits of stamp and sequence together: a
 	// numeric ID is below 10^18 < 2^63.

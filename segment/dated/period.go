@@ -6,10 +6,10 @@ import (
 )
 
 // Period is how often a dated tag's sequence restarts: the unit its stamp
-// counts, named as API.md §11 names it.
+// counts, named as docs/api.md §11 names it.
 type Period string
 
-// The periods of API.md §11, with their stamps.
+// The periods of docs/api.md §11, with their stamps.
 const (
 	Year   Period = "year"   // yyyy
 	Month  Period = "month"  // yyyyMM
@@ -70,7 +70,7 @@ func (p Period) MaxLength() int {
 	return MaxDigits - p.Digits()
 }
 
-// Layout returns p's stamp as API.md §11 writes it ("yyyyMMdd" for Day);
+// Layout returns p's stamp as docs/api.md §11 writes it ("yyyyMMdd" for Day);
 // "" for a Period that is not one.
 func (p Period) Layout() string { return "yyyyMMddHHmm"[:p.Digits()] }
 

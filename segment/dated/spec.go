@@ -20,7 +20,7 @@ import "strings"
 // specVersion is the version of the spec this package writes and reads.
 const specVersion = "v1"
 
-// specKeys are the spec's fields, in their order, named as API.md §11
+// specKeys are the spec's fields, in their order, named as docs/api.md §11
 // names them.
 var specKeys = [...]string{"period", "time_zone", "prefix", "separator"}
 

@@ -247,7 +247,7 @@
     return Math.floor(s / 86400) + " days";
   }
 
-  // A dated tag's IDs (API.md §11): prefix, separator, stamp, separator,
+  // A dated tag's IDs (docs/api.md §11): prefix, separator, stamp, separator,
   // sequence, as "ORD-yyyyMMdd-nnnnnn".
   const STAMP = { year: "yyyy", month: "yyyyMM", day: "yyyyMMdd", hour: "yyyyMMddHH", minute: "yyyyMMddHHmm" };
 

@@ -8,7 +8,7 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// A store that forgets (API.md §3) answers as if earlier holders never
+// A store that forgets (docs/api.md §3) answers as if earlier holders never
 // were, while they may still be issuing IDs. These cases hold every store
 // to what makes that safe: it says when it has no history of a worker ID,
 // it never brings a forgotten lease back, and so a Session on it waits the
