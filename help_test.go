@@ -47,7 +47,7 @@ func TestHelpNamesEverything(t *testing.T) {
 		t.Fatalf("config.ParseServe(-help): got %v, want flag.ErrHelp", err)
 	}
 	help := out.String()
-	for _, w := range []string{"Usage: idalloc", "migrate", "advance", "-config", "-init-schema", "-version", config.TestEnvPrefix} {
+	for _, w := range []string{"Usage: idalloc", "migrate", "advance", "-config", "-init-schema", "-print-config", "-version", config.TestEnvPrefix} {
 		if !strings.Contains(help, w) {
 			t.Errorf("help does not mention %q:\n%s", w, help)
 		}

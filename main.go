@@ -62,6 +62,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if flags.PrintConfig {
+		return cfg.PrintEffective(os.Stdout)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if os.Getenv("GOGC") == "" {
 		defer paceGC()() // gcpace.go

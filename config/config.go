@@ -25,10 +25,12 @@ import (
 // Config is config.json. Durations are Go duration strings; they are kept as
 // strings here so a bad one is reported with its key.
 type Config struct {
-	HTTPAddr   string `json:"http_addr"`
-	Driver     string `json:"driver"`
-	DSN        string `json:"dsn"`
-	AdminToken string `json:"admin_token"`
+	HTTPAddr string `json:"http_addr"`
+	Driver   string `json:"driver"`
+	// DSN and AdminToken hold secrets: -print-config shows the DSN with
+	// its password as *** and the token only as set or not (print.go).
+	DSN        string `json:"dsn" print:"dsn"`
+	AdminToken string `json:"admin_token" print:"secret"`
 	// AllocAuth makes every ID call, on every front end, need a per-tag
 	// access token allowed for its tag (docs/api.md §12); false (the default)
 	// serves them to anyone.
@@ -140,7 +142,7 @@ type LeaseConfig struct {
 	Driver string `json:"driver"`
 	// DSN is the lease store's address for redis (a redis:// URL) and etcd
 	// (comma-separated endpoints); empty for sql, which uses dsn.
-	DSN string `json:"dsn"`
+	DSN string `json:"dsn" print:"dsn"`
 }
 
 // DefaultShutdownTimeout is the default of shutdown_timeout: under the 30 s
@@ -258,6 +260,7 @@ func Load(path string, required bool, environ []string) (Settings, error) {
 		if err := parseConfig(data, &c); err != nil {
 			return Settings{}, fmt.Errorf("config %s: %w", path, err)
 		}
+		src.read, src.file = true, fileKeys(data, reflect.TypeFor[Config](), "")
 	case required:
 		return Settings{}, fmt.Errorf("flag -config: %w", err)
 	case !errors.Is(err, os.ErrNotExist):
@@ -322,6 +325,30 @@ func unknownKey(data []byte, t reflect.Type, prefix string) (string, []string) {
 		}
 	}
 	return "", nil
+}
+
+// fileKeys lists the keys that data, a JSON object parseConfig accepted,
+// sets (null sets nothing), each dotted and spelled as Config's json tag
+// whatever its case in the file, as keys of a set.
+func fileKeys(data []byte, t reflect.Type, prefix string) map[string]bool {
+	keys := map[string]bool{}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) != nil {
+		return keys
+	}
+	for name, raw := range obj {
+		f, ok := jsonField(t, name)
+		if !ok || string(bytes.TrimSpace(raw)) == "null" {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Type.Kind() == reflect.Struct {
+			maps.Copy(keys, fileKeys(raw, f.Type, prefix+tag+"."))
+			continue
+		}
+		keys[prefix+tag] = true
+	}
+	return keys
 }
 
 // jsonField finds the field of struct type t that encoding/json would decode

@@ -29,21 +29,27 @@ func environ(m map[string]string) []string {
 	return out
 }
 
+// TestShippedConfigIsTheDefault: the repository's config.json (which the
+// image bakes in) sets every key, each to its default, so that it shows a
+// reader every setting there is.
 func TestShippedConfigIsTheDefault(t *testing.T) {
-	got, err := Load("../config.json", true, noEnv)
+	const path = "../config.json"
+	got, err := Load(path, true, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Default().Validate()
+	def, err := Default().Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Config.HTTPAddr != want.HTTPAddr || got.Driver != want.Driver || got.Durations.ShutdownDrain != want.Durations.ShutdownDrain ||
-		got.MaxConns != want.MaxConns || got.Durations.ShutdownTimeout != want.Durations.ShutdownTimeout ||
-		got.RespAddr != want.RespAddr || got.RespMaxConns != want.RespMaxConns || got.Durations.RespIdleTimeout != want.Durations.RespIdleTimeout || got.Durations.RespCommandTimeout != want.Durations.RespCommandTimeout || got.RespMaxPending != want.RespMaxPending || got.RespMaxPendingTotal != want.RespMaxPendingTotal ||
-		got.Durations.LeaseTTL != want.Durations.LeaseTTL || !got.Epoch.Equal(want.Epoch) || got.RandomStart != want.RandomStart ||
-		got.Durations.DatedMaxClockSkew != want.Durations.DatedMaxClockSkew || got.Metrics != want.Metrics {
-		t.Fatalf("config.json got %+v, want the defaults %+v", got, want)
+	want := def.Effective()
+	for i, st := range got.Effective() {
+		if st.Source != path {
+			t.Errorf("config.json does not set key %q", st.Key)
+		}
+		if st.Value != want[i].Value {
+			t.Errorf("config.json: key %q is %s, want the default %s", st.Key, st.Value, want[i].Value)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // environment variables, which ServeFlags prints from their definitions
 // (fs.PrintDefaults, EnvVars) so that the help cannot fall behind
 // them.
-const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-version]
+const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-print-config] [-version]
        idalloc migrate -to-dsn DSN [flags]
        idalloc advance (-by COUNT | -for DURATION) [flags]
 
@@ -39,6 +39,7 @@ type ServeFlags struct {
 	ConfigPath     string
 	ConfigRequired bool // -config was given: its file must exist
 	InitSchema     bool
+	PrintConfig    bool
 	Version        bool
 }
 
@@ -73,6 +74,7 @@ func ParseServe(args []string, stdout, stderr io.Writer) (ServeFlags, error) {
 	}
 	fs.StringVar(&f.ConfigPath, "config", "config.json", "config file (JSON); named with -config, it must exist")
 	fs.BoolVar(&f.InitSchema, "init-schema", false, "apply the schema to the MySQL or PostgreSQL database before serving (schema.sql, schema_postgres.sql: create missing tables, add missing columns), and turn MySQL TIMESTAMP columns left by an older schema into DATETIME(3); logs what it changed")
+	fs.BoolVar(&f.PrintConfig, "print-config", false, "print every key's value after the config file and the IDALLOC_* variables, and where each came from (default, the file, the variable), admin_token only as set or not and DSN passwords as ***; then exit, opening no store (a bad value is reported as a start reports it)")
 	fs.BoolVar(&f.Version, "version", false, "print the version and exit")
 	if err := ParseFlags(fs, args, stdout, stderr); err != nil {
 		return f, err

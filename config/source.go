@@ -27,10 +27,13 @@ func keyErr(key, format string, args ...any) error {
 }
 
 // sources records where the config's values came from: the file at path
-// (empty when the defaults were validated without Load) and, by
-// key, the environment variable that replaced it.
+// (empty when the defaults were validated without Load), whether it was
+// there to read and the keys it set, and, by key, the environment variable
+// that replaced it.
 type sources struct {
 	path string
+	read bool
+	file map[string]bool
 	env  map[string]string
 }
 

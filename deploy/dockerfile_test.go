@@ -49,6 +49,20 @@ func TestDockerfile(t *testing.T) {
 			!strings.Contains(final, `org.opencontainers.image.version="${VERSION}"`) {
 			t.Error("the final stage does not label the image with its version (ARG VERSION, LABEL org.opencontainers.image.version)")
 		}
+		// Apache-2.0 §4: the license and the NOTICE travel with the binary.
+		if !regexp.MustCompile(`(?m)^COPY (\S+ )*LICENSE (\S+ )*NOTICE \S+$`).MatchString(final) {
+			t.Error("the final stage does not COPY LICENSE and NOTICE into the image")
+		}
+	})
+
+	// A release binary and an image of one commit say the same in -version.
+	t.Run("stamped as a release is", func(t *testing.T) {
+		script := readFile(t, filepath.Join(root, "scripts", "release.sh"))
+		for _, x := range []string{"-X main.version=", "-X main.revision="} {
+			if !strings.Contains(df, x) || !strings.Contains(script, x) {
+				t.Errorf("%s… is not in both the Dockerfile's build line and scripts/release.sh", x)
+			}
+		}
 	})
 
 	t.Run("COPY sources exist in the build context", func(t *testing.T) {

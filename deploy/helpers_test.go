@@ -14,6 +14,7 @@
 // The files: tools_test.go checks the configs with the tools that load them,
 // files_test.go what none of the tools checks in them,
 // dockerfile_test.go checks the Dockerfile and builds with its build line,
+// release_test.go runs scripts/release.sh for this platform,
 // service_test.go runs that binary behind Prometheus and nginx (started by
 // stack_test.go), and this file holds what they share.
 package deploy_test
