@@ -195,7 +195,9 @@ func TestAdminTokenThatIsATagToken(t *testing.T) {
 // directory that does not exist, that the dsn is its path.
 func TestStartErrorsPointTheWay(t *testing.T) {
 	const pw = "s3cret-pw"
-	missing := "idalloc_no_such_" + strings.ToLower(rand.Text()[:8])
+	// Named as the tests' databases are, so that a user granted only those
+	// (.ci/run's) is told the database does not exist, not access denied.
+	missing := "idalloc_test_no_such_" + strings.ToLower(rand.Text()[:8])
 	cases := []struct {
 		name   string
 		driver string

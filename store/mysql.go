@@ -26,6 +26,7 @@ var schemaMySQL string
 // MySQL error numbers (mysqld_error.h).
 const (
 	erAccessDenied    = 1045
+	erDBAccessDenied  = 1044 // the user may not use the database, which may not exist
 	erBadDB           = 1049 // unknown database
 	erDupEntry        = 1062
 	erLockWaitTimeout = 1205
@@ -181,6 +182,11 @@ func OpenMySQL(ctx context.Context, dsn string, opts MySQLOptions) (*MySQL, erro
 		switch {
 		case mysqlErrorIs(err, erAccessDenied):
 			err = fmt.Errorf("%w for %s@%s: %w", ErrAccessDenied, cfg.User, cfg.Addr, err)
+		case mysqlErrorIs(err, erDBAccessDenied):
+			// MySQL answers 1044, not 1049, to a user without rights on a
+			// database that does not exist: either fix is the operator's.
+			err = fmt.Errorf("%w: %s may not use database %s, which may not exist either: grant it, or create it: %w",
+				ErrAccessDenied, cfg.User, cfg.DBName, err)
 		case mysqlErrorIs(err, erBadDB):
 			err = unknownDatabase("`" + strings.ReplaceAll(cfg.DBName, "`", "``") + "`")
 		}
