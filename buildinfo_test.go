@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/idalloc/idalloc/internal/tier"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -36,9 +37,7 @@ func TestBuildStamp(t *testing.T) {
 // TestVersionFlag builds the binary as the Dockerfile does, with a version
 // and revision from -ldflags -X, and runs it with -version.
 func TestVersionFlag(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary")
-	}
+	tier.Full(t, "builds the binary with -trimpath and -ldflags")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command on PATH to build the binary with: %v", err)

@@ -7,6 +7,7 @@ package deploy_test
 import (
 	"debug/elf"
 	"encoding/json"
+	"github.com/idalloc/idalloc/internal/tier"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -119,6 +120,7 @@ func TestDockerfile(t *testing.T) {
 // the image would. A second call costs a link; the compiles are cached.
 func dockerfileBinary(t *testing.T) string {
 	t.Helper()
+	tier.Full(t, "runs the Dockerfile's build line")
 	root := repoRoot(t)
 	lines := dockerfileBuildLine.FindAllStringSubmatch(readFile(t, "Dockerfile"), -1)
 	if len(lines) != 1 {

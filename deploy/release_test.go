@@ -9,6 +9,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"fmt"
+	"github.com/idalloc/idalloc/internal/tier"
 	"io"
 	"os"
 	"path/filepath"
@@ -48,9 +49,7 @@ func TestReleaseScript(t *testing.T) {
 	})
 
 	t.Run("makes the archive and its checksum", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("-short: builds the binary")
-		}
+		tier.Full(t, "builds the release binary")
 		const version = "v0.0.0-test.1"
 		name := "idalloc_" + version + "_" + runtime.GOOS + "_" + runtime.GOARCH
 		out := run(t, 10*time.Minute, root, env, nil, "bash", script, version)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idalloc/idalloc/internal/tier"
 	"os"
 	"os/exec"
 	"os/user"
@@ -61,9 +62,7 @@ func closeGalera() {
 // log is logged.
 func setupGalera(t *testing.T) *galeraCluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("galera: -short set: skipping the Galera tests (they start a 3-node MariaDB cluster)")
-	}
+	tier.Full(t, "a 3-node MariaDB Galera cluster")
 	started := false
 	galera.once.Do(func() {
 		started = true

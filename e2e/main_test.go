@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/idalloc/idalloc/internal/tier"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,9 +55,7 @@ func TestMain(m *testing.M) {
 // environment could not be started.
 func setup(t *testing.T) *suiteEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("e2e: -short set: skipping the end-to-end fault suite (it starts MariaDB and idalloc processes)")
-	}
+	tier.Full(t, "the end-to-end fault suite: MariaDB and idalloc processes")
 	suite.once.Do(func() { suite.env, suite.skip, suite.err = startSuite() })
 	switch {
 	case suite.skip != "":
