@@ -122,7 +122,7 @@ func TestCompatMetricsLabels(t *testing.T) {
 // Allow, in idalloc's envelope.
 func TestCompatMethods(t *testing.T) {
 	rg := newRig(t, nil)
-	for _, target := range []string{"/api/segment/get/order", "/tinyid/id/nextIdSimple?bizType=order"} {
+	for _, target := range []string{"/api/segment/get/order", "/api/snowflake/get/x", "/tinyid/id/nextIdSimple?bizType=order"} {
 		if rec := compatDo(rg.srv.Handler(), http.MethodPost, target, ""); rec.Code != http.StatusOK {
 			t.Errorf("POST %s: got %d %q, want 200", target, rec.Code, rec.Body)
 		}

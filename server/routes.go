@@ -16,8 +16,15 @@ import (
 // middleware usually needs.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) int
 
-// routes is the one route table.
+// routes is the handler Handler serves: the router, with the hot paths
+// answered before it.
 func (s *Server) routes() http.Handler {
+	return hotPaths(s.router(), s.wrap("/alloc", s.handleAlloc), s.wrap("/snowflake", s.handleSnowflake),
+		s.wrap(leafSegmentPrefix+"{key}", s.handleLeafSegment))
+}
+
+// router is the one route table.
+func (s *Server) router() *chi.Mux {
 	mux := chi.NewRouter()
 	for _, rt := range []struct {
 		method, pattern string
@@ -83,8 +90,7 @@ func (s *Server) routes() http.Handler {
 		}
 		return s.fail(w, r, errMethodNotAllowed)
 	}))
-	return hotPaths(mux, s.wrap("/alloc", s.handleAlloc), s.wrap("/snowflake", s.handleSnowflake),
-		s.wrap(leafSegmentPrefix+"{key}", s.handleLeafSegment))
+	return mux
 }
 
 // hotPaths answers GET /alloc, GET /snowflake and Leaf's GET

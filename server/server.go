@@ -105,6 +105,11 @@ type Config struct {
 	MaxTagSeries int
 }
 
+// testHandler, when set, wraps the handler of every Server New makes. Only
+// the package's tests set it, before they make any Server: they check every
+// answer against docs/openapi.yaml (openapi_test.go).
+var testHandler func(http.Handler) http.Handler
+
 // Server answers the HTTP API. It starts one goroutine, the store health
 // checker, which Close stops and waits for.
 type Server struct {
@@ -218,6 +223,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.guard = deps.Guard
 	}
 	s.handler = s.routes()
+	if testHandler != nil {
+		s.handler = testHandler(s.handler)
+	}
 
 	if s.adminToken == "" {
 		s.log.Warn("no admin_token configured: POST /tags and POST /workerid* are served to loopback clients only, addressed as localhost, 127.0.0.0/8 or [::1]")

@@ -17,6 +17,7 @@ import (
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/internal/frontendtest"
+	"github.com/idalloc/idalloc/internal/openapitest"
 	"github.com/idalloc/idalloc/internal/storefault"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/resp"
@@ -203,6 +204,14 @@ func checkHTTP(t *testing.T, in *instance, r row) string {
 	_ = res.Body.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+	spec, err := openapitest.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := openapitest.Exchange{Request: req, RequestBody: []byte(in.expand(r.body)), Status: res.StatusCode, Header: res.Header, Body: raw}
+	if err := spec.Check(x); err != nil {
+		t.Errorf("docs/openapi.yaml does not allow the answer: %v", err)
 	}
 	var body struct {
 		RespCode  *int   `json:"resp_code"`
