@@ -12,7 +12,7 @@ import (
 // TestCompatRoutesNeedTokens: with alloc_auth on, Leaf's and Tinyid's ID
 // routes refuse a call without a token (401) or with another tag's (403),
 // taking nothing, and serve one allowed the tag, in a Bearer header or
-// Tinyid's token=, as Tinyid's client sends it.
+// Tinyid's token= (in the query or a form body), as Tinyid's client sends it.
 func TestCompatRoutesNeedTokens(t *testing.T) {
 	rg := newAuthRig(t, storetest.SQLite().NewDB(t), true, 0)
 	rg.mustTag(t, "order")
@@ -57,6 +57,22 @@ func TestCompatRoutesNeedTokens(t *testing.T) {
 		}
 		if w := send(rt.method, rt.target+sep+"token="+orders); w.Code != 200 {
 			t.Errorf("%s %s with token=: %d %s, want 200", rt.method, rt.target, w.Code, w.Body)
+		}
+	}
+	// Tinyid's routes read every parameter from a form body too, token=
+	// included: allowed the tag, served; another tag's, refused.
+	for _, route := range []string{"/tinyid/id/nextId", "/tinyid/id/nextIdSimple", "/tinyid/id/nextSegmentId", "/tinyid/id/nextSegmentIdSimple"} {
+		for _, c := range []struct {
+			token string
+			want  int
+		}{{orders, 200}, {invoices, http.StatusForbidden}, {"", http.StatusUnauthorized}} {
+			req := httptest.NewRequest("POST", route, strings.NewReader("bizType=order&token="+c.token))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			w := httptest.NewRecorder()
+			rg.srv.Handler().ServeHTTP(w, req)
+			if w.Code != c.want {
+				t.Errorf("POST %s with token=%q in a form body: %d %s, want %d", route, c.token, w.Code, w.Body, c.want)
+			}
 		}
 	}
 }

@@ -60,7 +60,7 @@ func (s *Server) handleLeafSegment(w http.ResponseWriter, r *http.Request) int {
 	// The key from the unescaped path: chi hands {key} over as the client
 	// escaped it. The allocator judges it as every tag.
 	tag := strings.TrimPrefix(r.URL.Path, leafSegmentPrefix)
-	if err := s.allowTag(r, tag); err != nil {
+	if err := s.allowTag(r, r.URL.RawQuery, tag); err != nil {
 		return s.failText(w, r, err)
 	}
 	id, err := s.seg.Next(r.Context(), tag)
@@ -79,7 +79,7 @@ func (s *Server) handleLeafSnowflake(w http.ResponseWriter, r *http.Request) int
 	if s.flake == nil {
 		return s.failText(w, r, snowflake.ErrDisabled)
 	}
-	if err := s.allowTag(r, ""); err != nil {
+	if err := s.allowTag(r, r.URL.RawQuery, ""); err != nil {
 		return s.failText(w, r, err)
 	}
 	id, err := s.flake.Next()

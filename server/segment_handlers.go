@@ -30,7 +30,7 @@ func (s *Server) handleAlloc(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	if err := s.allowTag(r, tag); err != nil {
+	if err := s.allowTag(r, raw, tag); err != nil {
 		return s.fail(w, r, err)
 	}
 	switch ranges, err := asRanges(raw); {

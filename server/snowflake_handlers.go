@@ -21,7 +21,7 @@ type Snowflakes interface {
 
 // handleSnowflake serves GET /snowflake[?count=N], a hot path like /alloc.
 func (s *Server) handleSnowflake(w http.ResponseWriter, r *http.Request) int {
-	if err := s.allowTag(r, ""); err != nil { // snowflake IDs name no tag
+	if err := s.allowTag(r, r.URL.RawQuery, ""); err != nil { // snowflake IDs name no tag
 		return s.fail(w, r, err)
 	}
 	if s.flake == nil {

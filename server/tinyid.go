@@ -69,7 +69,7 @@ func (s *Server) tinyidIDs(w http.ResponseWriter, r *http.Request, room []int64)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.allowTag(r, tag); err != nil {
+	if err := s.allowTag(r, raw, tag); err != nil {
 		return nil, err
 	}
 	ids := room[:n]

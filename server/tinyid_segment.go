@@ -85,7 +85,7 @@ func (s *Server) tinyidSegment(w http.ResponseWriter, r *http.Request) (tinyidRu
 	if err != nil {
 		return tinyidRun{}, err
 	}
-	if err := s.allowTag(r, tag); err != nil {
+	if err := s.allowTag(r, raw, tag); err != nil {
 		return tinyidRun{}, err
 	}
 	run, err := s.seg.NextRun(r.Context(), tag, int64(s.ranges.Max()))
