@@ -89,22 +89,13 @@ func TestRespMaxPending(t *testing.T) {
 // neverRead dials addr and writes chunk over and over without reading,
 // dialling again when the server cuts the connection, until stop.
 func neverRead(addr string, chunk []byte, stop <-chan struct{}, cuts *atomic.Int64) {
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
+	redial(addr, stop, func(c net.Conn) bool {
+		var err error
 		for err == nil {
 			select {
 			case <-stop:
 				_ = c.Close()
-				return
+				return true
 			default:
 			}
 			_ = c.SetWriteDeadline(time.Now().Add(250 * time.Millisecond))
@@ -116,7 +107,8 @@ func neverRead(addr string, chunk []byte, stop <-chan struct{}, cuts *atomic.Int
 		}
 		cuts.Add(1)
 		_ = c.Close()
-	}
+		return false
+	})
 }
 
 // waitRespSnowflake waits until SNOWFLAKE over RESP at addr answers an ID:

@@ -131,22 +131,12 @@ type halfStats struct {
 // connection, until stop.
 func halfSender(addr, half string, trickle bool, stop <-chan struct{}, st *halfStats) {
 	buf := make([]byte, 512)
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
+	redial(addr, stop, func(c net.Conn) bool {
 		opened := time.Now()
 		st.mu.Lock()
 		st.opened++
 		st.mu.Unlock()
-		_, err = io.WriteString(c, half)
+		_, err := io.WriteString(c, half)
 		var got []byte
 		cut := false
 		for err == nil {
@@ -183,7 +173,23 @@ func halfSender(addr, half string, trickle bool, stop <-chan struct{}, st *halfS
 			}
 		}
 		st.mu.Unlock()
-		if cut {
+		return cut
+	})
+}
+
+// redial dials addr and hands each connection to use, which closes it and
+// reports whether to stop; it dials again 50 ms after use returns or a dial
+// fails, until stop is closed. The attackers and greedy clients of the
+// e2e tests reconnect as soon as they are cut off.
+func redial(addr string, stop <-chan struct{}, use func(net.Conn) (done bool)) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil && use(c) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -287,17 +293,7 @@ type slowStats struct {
 // the connection (a write fails), until stop.
 func slowHeaders(addr string, seed uint64, stop <-chan struct{}, st *slowStats) {
 	rng := rand.New(rand.NewPCG(seed, 29))
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
+	redial(addr, stop, func(c net.Conn) bool {
 		st.mu.Lock()
 		st.opened++
 		st.mu.Unlock()
@@ -307,12 +303,12 @@ func slowHeaders(addr string, seed uint64, stop <-chan struct{}, st *slowStats) 
 			line, _ := bufio.NewReader(c).ReadString('\n')
 			answered <- strings.HasPrefix(line, "HTTP/1.1 503")
 		}()
-		_, err = io.WriteString(c, "GET /alloc?app_tag=test_business HTTP/1.1\r\nHost: idalloc\r\n")
+		_, err := io.WriteString(c, "GET /alloc?app_tag=test_business HTTP/1.1\r\nHost: idalloc\r\n")
 		for i := 0; err == nil; i++ {
 			select {
 			case <-stop:
 				_ = c.Close()
-				return
+				return true
 			case <-time.After(time.Duration(200+rng.IntN(300)) * time.Millisecond):
 			}
 			_, err = fmt.Fprintf(c, "X-Slow-%d: %d\r\n", i, i)
@@ -326,7 +322,8 @@ func slowHeaders(addr string, seed uint64, stop <-chan struct{}, st *slowStats) 
 			st.closedSilently++
 		}
 		st.mu.Unlock()
-	}
+		return false
+	})
 }
 
 // legitResult is what a legitimate client saw.
