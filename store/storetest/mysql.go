@@ -12,19 +12,11 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/testcontainers/testcontainers-go"
-	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
 )
 
 // DSNEnv names the environment variable holding the DSN of a MySQL server
 // for tests.
 const DSNEnv = "IDALLOC_TEST_MYSQL_DSN"
-
-const skipNoMySQL = DSNEnv + " not set and no Docker engine: skipping MySQL tests"
-
-// mysqlImage is the image started when no server is named; the module's
-// readiness check waits for MySQL's own log line, so it must be MySQL.
-const mysqlImage = "mysql:8.4"
 
 // server is the MySQL server this test process uses, found once: a
 // container per test would take minutes. A container started here lives as
@@ -105,36 +97,5 @@ func findServer() {
 		server.dsn = dsn
 		return
 	}
-	if !dockerAnswers() {
-		server.skip = skipNoMySQL
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := tcmysql.Run(ctx, mysqlImage,
-		tcmysql.WithUsername("root"), tcmysql.WithPassword("idalloc"), tcmysql.WithDatabase("test"))
-	if err != nil {
-		server.err = fmt.Errorf("start %s container: %w", mysqlImage, err)
-		return
-	}
-	server.dsn, server.err = c.ConnectionString(ctx)
-}
-
-// dockerAnswers reports whether a Docker engine is reachable, within a few
-// seconds.
-func dockerAnswers() (ok bool) {
-	// testcontainers panics rather than erring when it finds no Docker host.
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	p, err := testcontainers.ProviderDefault.GetProvider()
-	if err != nil {
-		return false
-	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return p.Health(ctx) == nil
+	server.dsn, server.skip, server.err = mysqlInDocker()
 }

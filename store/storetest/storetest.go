@@ -23,9 +23,9 @@
 //
 // SQLite always runs, in a file under t.TempDir(). MySQL runs against the
 // server named by IDALLOC_TEST_MYSQL_DSN (e.g. root@tcp(127.0.0.1:3306)/test;
-// the user must be allowed to create databases), else against a MySQL
-// container when a Docker engine answers, else the test is skipped with a
-// one-line reason. Each MySQL database is a private one
+// the user must be allowed to create databases), else (built with -tags
+// testcontainers) against a MySQL container when a Docker engine answers,
+// else the test is skipped with a one-line reason. Each MySQL database is a private one
 // (idalloc_test_<random>), dropped at cleanup, so tests and packages running
 // in parallel never share rows. PostgreSQL runs against the server named by
 // IDALLOC_TEST_POSTGRES_DSN (e.g.
