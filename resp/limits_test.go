@@ -109,6 +109,11 @@ func TestConnectionCap(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
+	// A client reads its answer before the server's goroutine is back at
+	// reading, where it marks the connection idle.
+	waitFor(t, "three idle connections", func() bool {
+		return gauge(t, in, "idalloc_resp_idle_connections") == 3
+	})
 	fourth := dialRaw(t, in.addr)
 	if got := fourth.send(t, "PING\r\n"); got != "+PONG" {
 		t.Errorf("4th connection with three idle: PING = %q, want +PONG", got)
