@@ -118,7 +118,7 @@ func TestBadInput(t *testing.T) {
 			r.own.held, r.own.wait = false, workerlease.Wait{Reason: workerlease.WaitAcquiring, For: time.Second}
 		}, wantStatus: 503, wantCode: 3, wantMsg: "taking a worker lease"},
 		{name: "own lease none free", target: "/workerid", setup: func(r *rig) {
-			r.own.held, r.own.wait = false, workerlease.Wait{Reason: workerlease.WaitNoFree, For: time.Second, NoFreeWorkerID: true}
+			r.own.held, r.own.wait = false, workerlease.Wait{Reason: workerlease.WaitNoFree, For: time.Second}
 		}, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},
 		{name: "acquire without token", method: "POST", target: "/workerid", wantStatus: 401, wantCode: 7, wantUntouched: true},
 		{name: "acquire none free", method: "POST", target: "/workerid", headers: adminAuth, setup: func(r *rig) { r.leases.err = workerlease.ErrNoWorkerID }, wantStatus: 409, wantCode: 5, wantMsg: "no worker ID"},

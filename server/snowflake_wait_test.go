@@ -26,7 +26,7 @@ func TestSnowflakeWaitAnswers(t *testing.T) {
 		{"retrying", workerlease.Wait{Reason: workerlease.WaitRetrying, For: 1500 * time.Millisecond}, false, 503, 3, "2"},
 		{"no history", workerlease.Wait{Reason: workerlease.WaitNoHistory, For: 3200 * time.Millisecond}, true, 503, 3, "4"},
 		{"renewal overdue", workerlease.Wait{Reason: workerlease.WaitRenewing, For: time.Second}, false, 503, 3, "1"},
-		{"cluster full", workerlease.Wait{Reason: workerlease.WaitNoFree, For: 2 * time.Second, NoFreeWorkerID: true}, false, 409, 5, ""},
+		{"cluster full", workerlease.Wait{Reason: workerlease.WaitNoFree, For: 2 * time.Second}, false, 409, 5, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rg := newRig(t, nil)

@@ -122,7 +122,7 @@ func (k *Keeper) Wait(now time.Time) Wait {
 	w := Wait{Reason: WaitAcquiring, For: k.cfg.RetryInterval}
 	switch {
 	case k.noFree.Load():
-		w.Reason, w.NoFreeWorkerID = WaitNoFree, true
+		w.Reason = WaitNoFree
 	case k.failed.Load():
 		w.Reason = WaitRetrying
 	}

@@ -35,9 +35,6 @@ type Wait struct {
 	// a grant's wait with no history, the time to the next attempt, or the
 	// retry interval while an attempt is under way.
 	For time.Duration
-	// NoFreeWorkerID: the last attempt found every worker ID held
-	// (Reason is WaitNoFree).
-	NoFreeWorkerID bool
 }
 
 // ErrWaiting is what a WaitError is a case of: no lease whose fence is
@@ -51,7 +48,7 @@ func (w Wait) Err() error {
 	switch {
 	case w.Reason == "":
 		return nil
-	case w.NoFreeWorkerID:
+	case w.Reason == WaitNoFree:
 		return ErrNoWorkerID
 	}
 	secs := strconv.FormatFloat(max(w.For, time.Millisecond).Seconds(), 'f', 1, 64)

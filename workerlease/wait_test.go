@@ -62,7 +62,7 @@ func TestKeeperWait(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		check("later", Wait{Reason: WaitRetrying, For: 300 * time.Millisecond})
 		time.Sleep(300 * time.Millisecond)
-		check("every worker ID held", Wait{Reason: WaitNoFree, For: time.Second, NoFreeWorkerID: true})
+		check("every worker ID held", Wait{Reason: WaitNoFree, For: time.Second})
 		if err := k.Wait(time.Now()).Err(); !errors.Is(err, ErrNoWorkerID) {
 			t.Errorf("Err() with every worker ID held = %v, want %v", err, ErrNoWorkerID)
 		}
@@ -88,7 +88,7 @@ func TestKeeperWait(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		synctest.Wait()
-		if w := k.Wait(time.Now()); w.Reason == "" || w.NoFreeWorkerID || w.For <= 0 {
+		if w := k.Wait(time.Now()); w.Reason == "" || w.Reason == WaitNoFree || w.For <= 0 {
 			t.Errorf("Wait() after the loss = %+v, want a reason and a wait, not a full cluster", w)
 		}
 		refuse.Store(false)
@@ -107,7 +107,7 @@ func TestWaitErr(t *testing.T) {
 		retryAfter int64
 	}{
 		{"open", Wait{}, nil, 0},
-		{"full", Wait{Reason: WaitNoFree, For: time.Second, NoFreeWorkerID: true}, ErrNoWorkerID, 0},
+		{"full", Wait{Reason: WaitNoFree, For: time.Second}, ErrNoWorkerID, 0},
 		{"starting", Wait{Reason: WaitAcquiring, For: time.Second}, ErrWaiting, 1},
 		{"under a second", Wait{Reason: WaitRetrying, For: time.Millisecond}, ErrWaiting, 1},
 		{"no history", Wait{Reason: WaitNoHistory, For: 3001 * time.Millisecond}, ErrWaiting, 4},
