@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -191,6 +192,35 @@ func (a *Admin) Record(ctx context.Context, caller string, action Action, subjec
 		return fmt.Errorf("audit %s of %q: %w", action, subject, err)
 	}
 	return nil
+}
+
+// auditTimeout bounds Note's write of an audit entry.
+const auditTimeout = 5 * time.Second
+
+// Change is an admin change made elsewhere, as Note records it.
+type Change struct {
+	// Caller is who made the change, as for Create.
+	Caller string
+	Action Action
+	// Subject is the tag changed, "" for many.
+	Subject string
+	// Detail is what changed, marshalled to JSON by encoding/json; it
+	// must hold no secret.
+	Detail any
+}
+
+// Note records c, a change a front end has made already, as Record does,
+// and logs a failure to log: the change stands either way, so a failure
+// is not the caller's to answer (a client's retry would find the change
+// made). The write takes ctx's values but not its cancellation, so that
+// a client that hangs up after its change does not take the change's
+// record with it, and at most auditTimeout.
+func (a *Admin) Note(ctx context.Context, log *slog.Logger, c Change) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	if err := a.Record(ctx, c.Caller, c.Action, c.Subject, c.Detail); err != nil {
+		log.Error("audit entry not written", "err", err, "action", string(c.Action), "subject", c.Subject)
+	}
 }
 
 // Log returns the newest limit entries of the audit log, newest first; 0

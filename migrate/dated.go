@@ -118,22 +118,11 @@ func (a Advance) checkClock(ctx context.Context, p Periods) (time.Duration, erro
 	return skew, nil
 }
 
-// datedFormat is the format of dated row r.
-func datedFormat(r segment.Tag) (*dated.Format, error) {
-	s, err := dated.ParseSpec(r.FormatSpec)
-	if err != nil {
-		return nil, err
-	}
-	start := r.Start
-	s.Length, s.Start = int64(r.Length), &start
-	return dated.New(s)
-}
-
 // planDated plans the moves of dated row r: one per period of
 // periodKeys, each by -by or by the estimate for its period. note is
 // non-empty when maxPeriods left older periods out.
 func (a Advance) planDated(r segment.Tag, now time.Time) (moves []move, note string, err error) {
-	f, err := datedFormat(r)
+	f, err := r.DatedFormat()
 	if err != nil {
 		return nil, "", fmt.Errorf("its row holds no format idalloc serves: %w", err)
 	}

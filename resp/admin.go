@@ -1,11 +1,9 @@
 package resp
 
 import (
-	"context"
 	"crypto/subtle"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tidwall/redcon"
 
@@ -143,56 +141,16 @@ func (s *Server) hset(c redcon.Conn, ses *session, args [][]byte) error {
 	return nil
 }
 
-// auditTimeout bounds the write of an audit entry.
-const auditTimeout = 5 * time.Second
-
-// createdTag is a tag as HSET created it, for its audit entry: the fields
-// POST /tags answers with, so that the log reads alike whichever front
-// end made a tag. A scrambled tag's key is not among them.
-type createdTag struct {
-	AppTag      string `json:"app_tag"`
-	Step        int64  `json:"step"`
-	Start       int64  `json:"start"`
-	Description string `json:"description"`
-	Format      string `json:"format"`
-	Length      int    `json:"length"`
-	*datedSettings
-}
-
-// datedSettings are a dated tag's settings as POST /tags answers them; a
-// nil one, for another format, adds no field.
-type datedSettings struct {
-	Period    string `json:"period"`
-	TimeZone  string `json:"time_zone"`
-	Prefix    string `json:"prefix"`
-	Separator string `json:"separator"`
-}
-
-// datedSettingsOf is t's settings, nil for a tag of another format (or
-// one whose settings cannot be read).
-func datedSettingsOf(t segment.Tag) *datedSettings {
-	if t.Format != segment.FormatDated {
-		return nil
-	}
-	st, err := dated.ParseSpec(t.FormatSpec)
-	if err != nil {
-		return nil
-	}
-	return &datedSettings{string(st.Period), st.TimeZone, st.Prefix, st.Separator}
-}
-
-// record writes the creation of t through ses to the audit log. The tag
-// is created already, so a failure to record it is logged, not answered.
+// record writes the creation of t through ses to the audit log; the tag
+// is created already, so a failure is logged, not answered
+// (access.Admin.Note). Its detail is the tag as POST /tags answers it, so
+// that the log reads alike whichever front end made a tag.
 func (s *Server) record(ses *session, t segment.Tag) {
 	if s.audit == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), auditTimeout)
-	defer cancel()
-	c := createdTag{t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, datedSettingsOf(t)}
-	if err := s.audit.Record(ctx, ses.caller(), access.ActionTagCreate, t.AppTag, c); err != nil {
-		s.log.Error("resp: audit entry not written", "err", err, "action", string(access.ActionTagCreate), "app_tag", t.AppTag)
-	}
+	s.audit.Note(s.ctx, s.log.With("via", "resp", "remote", ses.remote),
+		access.Change{Caller: ses.caller(), Action: access.ActionTagCreate, Subject: t.AppTag, Detail: t.Record(nil)})
 }
 
 // The fields HSET takes; a bit each, to refuse one given twice.

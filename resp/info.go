@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // redisVersion is the Redis version INFO and HELLO claim, for clients that
@@ -205,7 +204,10 @@ func (s *Server) tagInfo(c redcon.Conn, ses *session, tag string) error {
 //	next_period_buffered                 the next period's first range,
 //	                                     fetched ahead of its start
 func appendPeriodInfo(b []byte, row segment.Tag, p segment.PeriodStats) []byte {
-	set, _ := dated.ParseSpec(row.FormatSpec) // a spec this build cannot read serves no ID either: lines left empty
+	var set segment.DatedSettings
+	if s := row.Settings(nil); s != nil {
+		set = *s
+	} // else a spec this build cannot read, which serves no ID either: lines left empty
 	line := func(k, v string) {
 		b = append(b, k...)
 		b = append(b, ':')

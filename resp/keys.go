@@ -8,7 +8,6 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/segment/dated"
 )
 
 // MaxKeys is the most names KEYS answers (docs/api.md §6): the first that
@@ -99,8 +98,8 @@ func settingsOf(t segment.Tag) []string {
 	if format != segment.FormatDated {
 		return f
 	}
-	set, err := dated.ParseSpec(t.FormatSpec)
-	if err != nil {
+	set := t.Settings(nil)
+	if set == nil {
 		// A spec this build cannot read serves no ID either; its settings
 		// cannot be told.
 		return f

@@ -114,7 +114,7 @@ type Guard interface {
 // Auditor is what the front end needs of access.Admin: the audit log of
 // the admin changes made here (HSET's tags).
 type Auditor interface {
-	Record(ctx context.Context, caller string, action access.Action, subject string, detail any) error
+	Note(ctx context.Context, log *slog.Logger, c access.Change)
 }
 
 // Deps are the front end's collaborators. Segments is required.

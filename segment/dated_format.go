@@ -80,11 +80,13 @@ func checkNewDated(t *Tag, n NewTag) error {
 	return nil
 }
 
-// datedFormatOf makes the format of a dated row: its FormatSpec with its
-// Length and Start. A Start of 0 (a store that does not know it) is
-// refused, by dated.New: every period's numbers begin there, and a guess
-// would serve another tag than the one its creator made.
-func datedFormatOf(t Tag) (*dated.Format, error) {
+// DatedFormat returns the format dated row t is served in: its
+// FormatSpec with its Length and Start. A Start of 0 (a store that does
+// not know it) is refused, by dated.New: every period's numbers begin
+// there, and a guess would serve another tag than the one its creator
+// made. Errors: dated.ParseSpec's, an error naming length that is also
+// dated.ErrInvalidLength (Length 0), and dated.New's.
+func (t Tag) DatedFormat() (*dated.Format, error) {
 	s, err := dated.ParseSpec(t.FormatSpec)
 	if err != nil {
 		return nil, err

@@ -197,7 +197,7 @@ func formatOf(t Tag) (tagFormat, error) {
 		f.perm = p
 		f.limit = int64(p.Size())
 	case FormatDated:
-		d, err := datedFormatOf(t)
+		d, err := t.DatedFormat()
 		if err != nil {
 			return f, err
 		}

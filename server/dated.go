@@ -128,39 +128,11 @@ func (s *Server) allocTextN(w http.ResponseWriter, r *http.Request, tag string, 
 	return sendPooled(w, http.StatusOK, bp)
 }
 
-// datedSettings are a dated tag's settings as POST /tags takes them and
-// every answer that shows a tag shows them; a nil *datedSettings embedded
-// in an answer adds no field, so other tags' answers are as they were.
-type datedSettings struct {
-	Period    string `json:"period"`
-	TimeZone  string `json:"time_zone"`
-	Prefix    string `json:"prefix"`
-	Separator string `json:"separator"`
-}
-
-// datedSettingsOf is t's settings, nil for a tag of another format: from
-// the allocator's format of the tag, or, for a row it does not serve (yet),
-// read from the row. A row whose settings cannot be read (a newer
-// version's) shows none.
-func (s *Server) datedSettingsOf(t segment.Tag) *datedSettings {
-	if t.Format != segment.FormatDated {
-		return nil
-	}
-	if f := s.seg.DatedFormat(t.AppTag); f != nil {
-		return &datedSettings{string(f.Period()), f.TimeZone(), f.Prefix(), f.Separator()}
-	}
-	st, err := dated.ParseSpec(t.FormatSpec)
-	if err != nil {
-		return nil
-	}
-	return &datedSettings{string(st.Period), st.TimeZone, st.Prefix, st.Separator}
-}
-
 // datedListing is what GET /tags adds for a dated tag: its settings and
 // its current period as this instance serves it, null before its first
 // ID here.
 type datedListing struct {
-	datedSettings
+	segment.DatedSettings
 	CurrentPeriod *periodJSON `json:"current_period"`
 }
 
@@ -179,11 +151,11 @@ type periodJSON struct {
 
 // datedListingOf is GET /tags' dated fields of t, nil for another format.
 func (s *Server) datedListingOf(t segment.Tag, p segment.PeriodStats) *datedListing {
-	set := s.datedSettingsOf(t)
+	set := t.Settings(s.seg.DatedFormat(t.AppTag))
 	if set == nil {
 		return nil
 	}
-	l := &datedListing{datedSettings: *set}
+	l := &datedListing{DatedSettings: *set}
 	if p.Stamp != 0 {
 		l.CurrentPeriod = &periodJSON{Stamp: p.Stamp, StartsAt: formatTime(p.Start), EndsAt: formatTime(p.End),
 			Issued: p.Issued, Left: p.Left}

@@ -181,34 +181,17 @@ func (s *Server) handleCreateTag(w http.ResponseWriter, r *http.Request) int {
 		return s.fail(w, r, err)
 	}
 	s.logCreated(t)
-	c := s.createdOf(t)
+	c := t.Record(s.seg.DatedFormat(t.AppTag))
 	s.record(r, access.ActionTagCreate, t.AppTag, c)
 	return s.sendJSON(w, r, http.StatusCreated, struct {
 		envelope
-		createdTag
+		segment.TagRecord
 	}{success, c})
 }
 
 func (s *Server) logCreated(t segment.Tag) {
 	s.log.Info("tag created", "app_tag", t.AppTag, "step", t.Step, "start", t.Start,
 		"format", string(t.Format), "length", t.Length, "format_spec", t.FormatSpec)
-}
-
-// createdOf is t as POST /tags answers it.
-func (s *Server) createdOf(t segment.Tag) createdTag {
-	return createdTag{t.AppTag, t.Step, t.Start, t.Description, string(t.Format), t.Length, s.datedSettingsOf(t)}
-}
-
-// createdTag is a tag as POST /tags created it: its answer, and its audit
-// entry's detail. A scrambled tag's key is not among its fields.
-type createdTag struct {
-	AppTag      string `json:"app_tag"`
-	Step        int64  `json:"step"`
-	Start       int64  `json:"start"`
-	Description string `json:"description"`
-	Format      string `json:"format"`
-	Length      int    `json:"length"`
-	*datedSettings
 }
 
 // newTagOf reads a tag of POST /tags, the body or an entry of its array:

@@ -61,9 +61,9 @@ func (s *Server) createTags(w http.ResponseWriter, r *http.Request, data []byte)
 	if len(made) > 0 { // one line: the audit log lists them
 		s.log.Info("tags created", "count", len(made), "first", made[0].AppTag, "last", made[len(made)-1].AppTag)
 	}
-	created := make([]createdTag, len(made))
+	created := make([]segment.TagRecord, len(made))
 	for i, t := range made {
-		created[i] = s.createdOf(t)
+		created[i] = t.Record(s.seg.DatedFormat(t.AppTag))
 	}
 	s.recordCreated(r, created)
 	if err != nil && len(created) == 0 {
@@ -76,7 +76,7 @@ func (s *Server) createTags(w http.ResponseWriter, r *http.Request, data []byte)
 	}
 	return s.sendJSON(w, r, http.StatusCreated, struct {
 		envelope
-		Tags []createdTag `json:"tags"`
+		Tags []segment.TagRecord `json:"tags"`
 	}{success, created})
 }
 
@@ -128,7 +128,7 @@ func inEntry(i int, err error) error {
 
 // failCreated answers err with the tags created in spite of it, as
 // "tags", so that a client knows what to send again.
-func (s *Server) failCreated(w http.ResponseWriter, r *http.Request, err error, created []createdTag) int {
+func (s *Server) failCreated(w http.ResponseWriter, r *http.Request, err error, created []segment.TagRecord) int {
 	a, rid := s.classifyFor(w, r, err)
 	bp := getBuf()
 	b := a.appendTo(*bp)
@@ -147,7 +147,7 @@ func (s *Server) failCreated(w http.ResponseWriter, r *http.Request, err error, 
 // {"count":n,"tags":[…]} with every tag as the one-tag entry has it, with
 // no subject (a change to many). 10,000 entries of their own would be
 // 10,000 writes, most of the request's time; one would not fit.
-func (s *Server) recordCreated(r *http.Request, created []createdTag) {
+func (s *Server) recordCreated(r *http.Request, created []segment.TagRecord) {
 	if s.tokens == nil || len(created) == 0 {
 		return
 	}

@@ -110,8 +110,8 @@ func TestCreateTagsBulk(t *testing.T) {
 					t.Errorf("an audit detail of %d bytes, want at most %d", len(detail), auditDetailBytes)
 				}
 				var d struct {
-					Count int          `json:"count"`
-					Tags  []createdTag `json:"tags"`
+					Count int                 `json:"count"`
+					Tags  []segment.TagRecord `json:"tags"`
 				}
 				if err := json.Unmarshal(detail, &d); err != nil || d.Count != len(d.Tags) {
 					t.Fatalf("audit detail %s: %v", detail, err)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -29,17 +29,14 @@ type Tokens interface {
 	Create(ctx context.Context, caller string, n access.NewToken) (secret string, tags []string, err error)
 	List(ctx context.Context) ([]access.Token, error)
 	Revoke(ctx context.Context, caller, name string) error
-	Record(ctx context.Context, caller string, action access.Action, subject string, detail any) error
+	// Note records an admin change made here (a tag created or changed)
+	// and logs a failure to log: the change stands either way.
+	Note(ctx context.Context, log *slog.Logger, c access.Change)
 	Log(ctx context.Context, limit int) ([]access.Entry, error)
 }
 
 // errNoTokens answers /tokens and /audit on a server built without them.
 var errNoTokens = errors.New("per-tag tokens not served")
-
-// auditTimeout bounds the write of an audit entry, which outlives the
-// request's context: a client that hangs up after its change was made
-// must not take the change's record with it.
-const auditTimeout = 5 * time.Second
 
 // caller is who made an admin call, for the audit log: how it was let in
 // (with the admin token, or as a loopback client without one) and its
@@ -51,19 +48,14 @@ func (s *Server) caller(r *http.Request) string {
 	return "loopback " + r.RemoteAddr
 }
 
-// record writes an admin change made through r to the audit log. The
-// change is made already, so a failure to record it is logged, not
-// answered: the client's retry would find the change made (exists).
+// record writes an admin change made through r to the audit log; a
+// failure is logged with the request's ID, not answered (access.Admin.Note).
 func (s *Server) record(r *http.Request, action access.Action, subject string, detail any) {
 	if s.tokens == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
-	defer cancel()
-	if err := s.tokens.Record(ctx, s.caller(r), action, subject, detail); err != nil {
-		s.log.Error("audit entry not written", "err", err, "action", string(action), "subject", subject,
-			"request_id", s.requestID(r))
-	}
+	s.tokens.Note(r.Context(), s.log.With("request_id", s.requestID(r)),
+		access.Change{Caller: s.caller(r), Action: action, Subject: subject, Detail: detail})
 }
 
 // handleCreateToken serves POST /tokens (admin): {"name","app_tags"} and

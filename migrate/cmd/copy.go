@@ -9,7 +9,6 @@ import (
 
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/segment/dated"
 	"github.com/idalloc/idalloc/store"
 )
 
@@ -179,8 +178,8 @@ func formatName(t segment.Tag) string {
 // datedSettings are dated row t's settings for a report: what tells two
 // dated formats apart.
 func datedSettings(t segment.Tag) string {
-	d, err := dated.ParseSpec(t.FormatSpec)
-	if err != nil {
+	d := t.Settings(nil)
+	if d == nil {
 		// %q: the source's text, unchecked.
 		return fmt.Sprintf(" (settings %q, start %d)", t.FormatSpec, t.Start)
 	}
