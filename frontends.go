@@ -74,7 +74,7 @@ func newRESP(cfg config.Settings, deps resp.Deps, p parts) (*resp.Server, error)
 	}
 	return resp.New(resp.Config{
 		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch,
-		MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.Durations.RespIdleTimeout, CommandTimeout: cfg.Durations.RespCommandTimeout,
+		MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.RespIdleTimeout.Duration(), CommandTimeout: cfg.RespCommandTimeout.Duration(),
 		MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
 		Version: readBuildStamp().Version, Logger: p.log, Metrics: m,
 	}, deps)
@@ -86,8 +86,8 @@ func logServing(log *slog.Logger, cfg config.Settings, lns frontend.Listeners) {
 		"max_conns", cfg.MaxConns)
 	if ln := lns["resp"]; ln != nil {
 		log.Info("idalloc serving the Redis protocol", "addr", ln.Addr().String(),
-			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.Durations.RespIdleTimeout,
-			"resp_command_timeout", cfg.Durations.RespCommandTimeout)
+			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.RespIdleTimeout.Duration(),
+			"resp_command_timeout", cfg.RespCommandTimeout.Duration())
 	}
 }
 

@@ -65,7 +65,7 @@ type leaseStore struct {
 	workerlease.Store
 	layout leased.LayoutRecorder
 	// persistence says whether the store keeps leases across its own
-	// restart (redislease.CheckPersistence); nil when there is nothing to
+	// restart (redislease.Store.CheckPersistence); nil when there is nothing to
 	// ask.
 	persistence func(context.Context) error
 }
@@ -118,7 +118,7 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 	}
 	host, _ := os.Hostname()
 	svc, err := workerlease.NewService(st.Store, workerlease.Config{
-		Cluster: sf.Cluster, MaxWorkerID: n - 1, TTL: cfg.Durations.LeaseTTL,
+		Cluster: sf.Cluster, MaxWorkerID: n - 1, TTL: cfg.Snowflake.LeaseTTL.Duration(),
 		Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
 	})
 	if err != nil || !sf.Enabled {
@@ -128,7 +128,7 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 	// generator refuses to go on: the wait after a grant with no history
 	// covers that much more than the TTL.
 	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{
-		Service: svc, Logger: log, ClockSkew: cfg.Durations.MaxDriftError,
+		Service: svc, Logger: log, ClockSkew: cfg.Snowflake.MaxDriftError.Duration(),
 		CheckLayout: leased.CheckEachLease(st.layout, layout, log),
 	})
 	if err != nil {
@@ -136,7 +136,7 @@ func snowflakeParts(st leaseStore, cfg config.Settings, log *slog.Logger, obs sn
 	}
 	source, err := leased.New(keeper, layout, snowflake.Settings{
 		WorkerID: first, DisableRandomStart: !cfg.RandomStart,
-		MaxDriftBlock: cfg.Durations.MaxDriftBlock, MaxDriftError: cfg.Durations.MaxDriftError, Observer: obs,
+		MaxDriftBlock: cfg.Snowflake.MaxDriftBlock.Duration(), MaxDriftError: cfg.Snowflake.MaxDriftError.Duration(), Observer: obs,
 	})
 	if err != nil {
 		return nil, nil, nil, err

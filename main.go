@@ -76,7 +76,7 @@ func run(args []string) error {
 	// cause.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	defer frontend.WatchSignals(ctx, cancel, cfg.Durations.ShutdownTimeout, log)()
+	defer frontend.WatchSignals(ctx, cancel, cfg.ShutdownTimeout.Duration(), log)()
 
 	// Listen first: a taken port fails before a lease or a segment is held.
 	lns, err := frontend.Listen(
@@ -101,13 +101,13 @@ func run(args []string) error {
 		return err
 	}
 	logServing(log, cfg, lns)
-	serving := frontend.Serve(ctx, cfg.Durations.ShutdownDrain, cancel, fronts...)
+	serving := frontend.Serve(ctx, cfg.ShutdownDrain.Duration(), cancel, fronts...)
 
 	<-ctx.Done()
 	begun := time.Now()
 	stopGate()
 	_, err = frontend.Stop{
-		Timeout: cfg.Durations.ShutdownTimeout, Drain: cfg.Durations.ShutdownDrain,
+		Timeout: cfg.ShutdownTimeout.Duration(), Drain: cfg.ShutdownDrain.Duration(),
 		Served: serving.Done(), Cut: serving.Cut, HandBack: handBack(p.alloc, p.keeper, p.source), Log: log,
 	}.Run(begun)
 	if err != nil {

@@ -104,8 +104,8 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	}
 	st.ObserveConflicts(p.metrics.StoreConflict)
 	p.alloc, err = segment.New(ctx, st, segment.Config{
-		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Durations.TagRefresh, Observer: p.metrics, Logger: log,
-		MaxClockSkew: cfg.Durations.DatedMaxClockSkew, Region: region,
+		MaxStep: cfg.Segment.MaxStep, TagRefresh: cfg.Segment.TagRefresh.Duration(), Observer: p.metrics, Logger: log,
+		MaxClockSkew: cfg.Dated.MaxClockSkew.Duration(), Region: region,
 	})
 	if err != nil {
 		return p, closeAll, fmt.Errorf("load tags: %w", err)
@@ -140,7 +140,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 // AUTH take a tag token ahead of alloc_auth being turned on, so a failure
 // is a warning and no guard: AUTH then takes admin_token alone.
 func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *slog.Logger) (*access.Guard, error) {
-	g, err := access.NewGuard(ctx, st, access.Config{Refresh: cfg.Durations.TagRefresh, Logger: log})
+	g, err := access.NewGuard(ctx, st, access.Config{Refresh: cfg.Segment.TagRefresh.Duration(), Logger: log})
 	switch {
 	case err == nil:
 		if cfg.AllocAuth {

@@ -16,8 +16,8 @@
 // store's time, the caller as the front end knows it, and what changed as
 // JSON, never a secret.
 //
-// The package imports the standard library and the vocabulary (errs)
-// only: like every domain package, it reaches its store through the
+// The package imports the standard library and the vocabulary (errs,
+// naming) only: like every domain package, it reaches its store through the
 // Store interface it owns, and the tag rule it applies to app_tags is the
 // segment domain's, handed to NewAdmin by the wiring.
 package access

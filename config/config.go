@@ -22,8 +22,8 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Config is config.json. Durations are Go duration strings; they are kept as
-// strings here so a bad one is reported with its key.
+// Config is config.json. Durations are Go duration strings (Duration),
+// which Validate checks so that a bad one is reported with its key.
 type Config struct {
 	HTTPAddr string `json:"http_addr"`
 	Driver   string `json:"driver"`
@@ -55,11 +55,13 @@ type Config struct {
 	RespMaxConns int `json:"resp_max_conns"`
 	// RespIdleTimeout closes a RESP connection that sends nothing for so
 	// long. See DefaultRespIdleTimeout.
-	RespIdleTimeout string `json:"resp_idle_timeout"`
+	RespIdleTimeout Duration `json:"resp_idle_timeout" min:"1s"`
 	// RespCommandTimeout bounds a RESP command once begun: a connection
 	// whose command is still incomplete so long after its first bytes is
-	// answered an error and closed. See resp.DefaultCommandTimeout.
-	RespCommandTimeout string `json:"resp_command_timeout"`
+	// answered an error and closed. See resp.DefaultCommandTimeout. Below
+	// a second a client on a slow link could be cut while sending a large
+	// command.
+	RespCommandTimeout Duration `json:"resp_command_timeout" min:"1s"`
 	// RespMaxPending caps, in bytes, the answers a RESP connection may have
 	// waiting for its client to read them; past it the connection is
 	// closed. See resp.DefaultMaxPending.
@@ -67,12 +69,12 @@ type Config struct {
 	// RespMaxPendingTotal caps, in bytes, those answers across all RESP
 	// connections; past it the connection holding the most is closed. See
 	// resp.DefaultMaxPendingTotal.
-	RespMaxPendingTotal int64  `json:"resp_max_pending_total"`
-	ShutdownDrain       string `json:"shutdown_drain"`
+	RespMaxPendingTotal int64    `json:"resp_max_pending_total"`
+	ShutdownDrain       Duration `json:"shutdown_drain"`
 	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
 	// HTTP shutdown, the lease release and the give-back. See
 	// DefaultShutdownTimeout.
-	ShutdownTimeout string          `json:"shutdown_timeout"`
+	ShutdownTimeout Duration        `json:"shutdown_timeout"`
 	Segment         SegmentConfig   `json:"segment"`
 	Snowflake       SnowflakeConfig `json:"snowflake"`
 	Lease           LeaseConfig     `json:"lease"`
@@ -124,16 +126,14 @@ type DatedConfig struct {
 	// MaxClockSkew is how far this instance's clock may be from the
 	// store's, measured at every fetch, while it serves dated tags; past
 	// it they are refused (503, kind unavailable) and other tags served.
-	// See segment.DefaultMaxClockSkew.
-	MaxClockSkew string `json:"max_clock_skew"`
+	// See segment.DefaultMaxClockSkew. Its minimum: the skew is measured
+	// with an error of its own (the store's clock has milliseconds, MySQL
+	// reads it at its statement's start, and half a round trip is not
+	// counted); a bound within that error would refuse dated tags for a
+	// slow fetch, not for a clock that is off. 0 would read as segment's
+	// default, 1s: not what "0s" says.
+	MaxClockSkew Duration `json:"max_clock_skew" min:"100ms"`
 }
-
-// minMaxClockSkew is dated.max_clock_skew's minimum. The skew is measured
-// with an error of its own: the store's clock has milliseconds, MySQL
-// reads it at its statement's start, and half a round trip is not
-// counted; a bound within that error would refuse dated tags for a slow
-// fetch, not for a clock that is off.
-const minMaxClockSkew = 100 * time.Millisecond
 
 // LeaseConfig is the "lease" object of config.json: where worker-ID leases
 // (this instance's own and /workerid's) are kept (docs/api.md §9).
@@ -175,40 +175,32 @@ const maxMaxConns = 1_000_000
 
 // SegmentConfig is the "segment" object of config.json.
 type SegmentConfig struct {
-	MaxStep    int64  `json:"max_step"`
-	TagRefresh string `json:"tag_refresh"`
+	MaxStep    int64    `json:"max_step"`
+	TagRefresh Duration `json:"tag_refresh" min:"100ms"`
 }
 
 // SnowflakeConfig is the "snowflake" object of config.json.
 type SnowflakeConfig struct {
-	Enabled             bool   `json:"enabled"`
-	Cluster             string `json:"cluster"`
-	Epoch               string `json:"epoch"`
-	WorkerBits          int    `json:"worker_bits"`
-	LeaseTTL            string `json:"lease_ttl"`
-	MaxDriftBlock       string `json:"max_drift_block"`
-	MaxDriftError       string `json:"max_drift_error"`
-	RandomSequenceStart *bool  `json:"random_sequence_start"`
+	Enabled    bool     `json:"enabled"`
+	Cluster    string   `json:"cluster"`
+	Epoch      string   `json:"epoch"`
+	WorkerBits int      `json:"worker_bits"`
+	LeaseTTL   Duration `json:"lease_ttl" min:"1s"`
+	// MaxDriftBlock's minimum: 0 would mean the generator's default, 10ms,
+	// not what "0s" says.
+	MaxDriftBlock       Duration `json:"max_drift_block" min:"1ms"`
+	MaxDriftError       Duration `json:"max_drift_error"`
+	RandomSequenceStart *bool    `json:"random_sequence_start"`
 }
 
 // Settings is Config checked and converted, with defaults filled in.
 type Settings struct {
 	Config
-	Durations Durations
 	// Epoch is snowflake.epoch parsed.
 	Epoch time.Time
 	// RandomStart is snowflake.random_sequence_start, true when not given.
 	RandomStart bool
 	sources     sources // where the values came from, for errors found later
-}
-
-// Durations are the config's duration strings parsed, each named as its
-// key's field in Config.
-type Durations struct {
-	ShutdownDrain, ShutdownTimeout, RespIdleTimeout, RespCommandTimeout, TagRefresh time.Duration
-	LeaseTTL, MaxDriftBlock, MaxDriftError                                          time.Duration
-	// DatedMaxClockSkew is dated.max_clock_skew.
-	DatedMaxClockSkew time.Duration
 }
 
 // Origin names where key's value came from (an environment variable, or the
@@ -227,19 +219,19 @@ func Default() Config {
 		MaxRange:            segment.DefaultMaxRange,
 		MaxConns:            frontend.DefaultMaxConns,
 		RespMaxConns:        frontend.DefaultMaxConns,
-		RespIdleTimeout:     DefaultRespIdleTimeout,
-		RespCommandTimeout:  resp.DefaultCommandTimeout.String(),
+		RespIdleTimeout:     durationOf(DefaultRespIdleTimeout),
+		RespCommandTimeout:  durationOf(resp.DefaultCommandTimeout.String()),
 		RespMaxPending:      resp.DefaultMaxPending,
 		RespMaxPendingTotal: resp.DefaultMaxPendingTotal,
-		ShutdownDrain:       "5s",
-		ShutdownTimeout:     DefaultShutdownTimeout,
-		Segment:             SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: "10s"},
+		ShutdownDrain:       durationOf("5s"),
+		ShutdownTimeout:     durationOf(DefaultShutdownTimeout),
+		Segment:             SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: durationOf("10s")},
 		Snowflake: SnowflakeConfig{
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
-			LeaseTTL: "30s", MaxDriftBlock: "10ms", MaxDriftError: "1s",
+			LeaseTTL: durationOf("30s"), MaxDriftBlock: durationOf("10ms"), MaxDriftError: durationOf("1s"),
 		},
 		Lease:   LeaseConfig{Driver: "sql"},
-		Dated:   DatedConfig{MaxClockSkew: segment.DefaultMaxClockSkew.String()},
+		Dated:   DatedConfig{MaxClockSkew: durationOf(segment.DefaultMaxClockSkew.String())},
 		Region:  RegionConfig{Count: 1},
 		Metrics: MetricsConfig{MaxTagSeries: DefaultMaxTagSeries},
 	}
@@ -318,7 +310,7 @@ func unknownKey(data []byte, t reflect.Type, prefix string) (string, []string) {
 			}
 			return prefix + name, known
 		}
-		if f.Type.Kind() == reflect.Struct {
+		if isObject(f.Type) {
 			if key, known := unknownKey(obj[name], f.Type, prefix+name+"."); key != "" {
 				return key, known
 			}
@@ -342,7 +334,7 @@ func fileKeys(data []byte, t reflect.Type, prefix string) map[string]bool {
 			continue
 		}
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Type.Kind() == reflect.Struct {
+		if isObject(f.Type) {
 			maps.Copy(keys, fileKeys(raw, f.Type, prefix+tag+"."))
 			continue
 		}

@@ -196,7 +196,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
-		got.AdminToken != "s3cret" || got.Durations.ShutdownDrain != time.Second || got.Durations.RespCommandTimeout != 10*time.Second ||
+		got.AdminToken != "s3cret" || got.ShutdownDrain.Duration() != time.Second || got.RespCommandTimeout.Duration() != 10*time.Second ||
 		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)
 	}
@@ -237,8 +237,8 @@ func TestDatedMaxClockSkew(t *testing.T) {
 		{`{"dated":{"max_clock_skew":"5s"}}`, 5 * time.Second},
 	} {
 		s, err := Load(writeConfig(t, c.body), true, noEnv)
-		if err != nil || s.Durations.DatedMaxClockSkew != c.want {
-			t.Errorf("config %s: dated.max_clock_skew %v, %v; want %v", c.body, s.Durations.DatedMaxClockSkew, err, c.want)
+		if err != nil || s.Dated.MaxClockSkew.Duration() != c.want {
+			t.Errorf("config %s: dated.max_clock_skew %v, %v; want %v", c.body, s.Dated.MaxClockSkew.Duration(), err, c.want)
 		}
 	}
 }

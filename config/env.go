@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding"
 	"fmt"
 	"reflect"
 	"slices"
@@ -58,7 +59,7 @@ func envVarsOf(t reflect.Type, prefix string, index []int) []EnvVar {
 			continue
 		}
 		key, at := prefix+name, append(slices.Clip(index), i)
-		if f.Type.Kind() == reflect.Struct {
+		if isObject(f.Type) {
 			out = append(out, envVarsOf(f.Type, key+".", at)...)
 			continue
 		}
@@ -102,6 +103,9 @@ func applyEnv(c *Config, environ []string, src *sources) error {
 
 // setField sets f, a field of Config, to s read as its kind.
 func setField(f reflect.Value, s string) error {
+	if u, ok := f.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		return u.UnmarshalText([]byte(s))
+	}
 	switch f.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(f.Type().Elem())

@@ -19,7 +19,7 @@ func configKeys(t reflect.Type, prefix string, index []int) map[string][]int {
 			continue
 		}
 		at := append(slices.Clone(index), i)
-		if f.Type.Kind() == reflect.Struct {
+		if isObject(f.Type) {
 			for k, v := range configKeys(f.Type, prefix+tag+".", at) {
 				keys[k] = v
 			}
@@ -65,6 +65,8 @@ func TestEveryKeyHasAVariable(t *testing.T) {
 			value, want = "7", int64(7)
 		case reflect.Pointer:
 			value, want = "false", false
+		case reflect.Struct: // a Duration
+			value, want = "7s", 7*time.Second
 		default:
 			t.Errorf("key %q: a field of kind %v, which this test cannot set", key, field.Kind())
 			continue
@@ -84,6 +86,8 @@ func TestEveryKeyHasAVariable(t *testing.T) {
 			got = field.Int()
 		case reflect.Pointer:
 			got = !field.IsNil() && field.Elem().Bool()
+		case reflect.Struct:
+			got = field.Interface().(Duration).Duration()
 		}
 		if got != want || src.env[key] != name {
 			t.Errorf("%s=%s: key %q is %v (from %q), want %v from %s", name, value, key, got, src.env[key], want, name)
@@ -108,7 +112,7 @@ func TestEnvironmentSetsEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !s.AllocAuth || s.Snowflake.Enabled || s.RandomStart || s.Region != (RegionConfig{Count: 2, ID: 1}) ||
-		s.Segment.MaxStep != 5 || s.MaxConns != 9 || s.Durations.RespIdleTimeout != 2*time.Minute ||
+		s.Segment.MaxStep != 5 || s.MaxConns != 9 || s.RespIdleTimeout.Duration() != 2*time.Minute ||
 		s.Metrics.MaxTagSeries != 3 || s.DSN != "from-file.db" {
 		t.Errorf("got %+v, want the environment's values and the file's dsn", s.Config)
 	}

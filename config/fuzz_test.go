@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Any bytes as config.json: an error of one line, or a config that passed
@@ -28,8 +29,8 @@ func FuzzConfig(f *testing.F) {
 			}
 			return
 		}
-		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.Durations.LeaseTTL <= 0 || s.Durations.MaxDriftError < s.Durations.MaxDriftBlock ||
-			s.MaxConns < 1 || s.Durations.ShutdownTimeout <= s.Durations.ShutdownDrain || s.Durations.DatedMaxClockSkew < minMaxClockSkew {
+		if s.MaxBatch < 1 || s.Segment.MaxStep < 1 || s.Snowflake.LeaseTTL.Duration() <= 0 || s.Snowflake.MaxDriftError.Duration() < s.Snowflake.MaxDriftBlock.Duration() ||
+			s.MaxConns < 1 || s.ShutdownTimeout.Duration() <= s.ShutdownDrain.Duration() || s.Dated.MaxClockSkew.Duration() < 100*time.Millisecond {
 			t.Fatalf("validated config out of range: %+v", s)
 		}
 	})

@@ -91,6 +91,9 @@ func position(data []byte, offset int64) string {
 
 // goType says in words what a JSON value must be to fit a field of type t.
 func goType(t reflect.Type) string {
+	if t == durationType {
+		return "a string" // a Go duration string
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return goType(t.Elem())

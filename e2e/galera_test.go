@@ -25,7 +25,7 @@ type fetchRange struct {
 }
 
 // TestGaleraStoreFetchesNeverOverlap: 12 fetchers, 4 per node of a 3-node
-// Galera cluster, fetch segments of one row (step 10) through store.Fetch
+// Galera cluster, fetch segments of one row (step 10) through the store's Fetch
 // for 8 s. On a multi-primary cluster a row lock is local to one node, so
 // only a fetch whose decisive statement proves the range keeps the ranges
 // apart: no two ranges any fetcher received may overlap. Fetch errors (lost

@@ -66,8 +66,10 @@ func Kinds() []Kind {
 		MethodNotAllowed, Exists, Exhausted, PeriodExhausted}
 }
 
-// Error is a failure with its meaning. Its message never holds the
-// offending value, so it is safe to send and to log whatever the input was.
+// Error is a failure with its meaning. Its message holds no text the
+// caller sent (a tag, a description, a token), at most a number out of
+// range ("step 0 is below 1"), so it is safe to send and to log whatever
+// the input was.
 // A sentinel is an *Error; an error made for one call (a step refused with
 // the configured cap in its words) is a case of its sentinel (E's of), so
 // errors.Is matches it. Errors that are not *Error are faults.

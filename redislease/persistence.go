@@ -12,6 +12,8 @@ import (
 // ErrNotPersistent is CheckPersistence's answer for a Redis that keeps
 // nothing on disk (appendonly no and no save points): a restart empties
 // it, and every lease with it.
+//
+//lint:ignore ST1005 Redis is a name, and the text is the operator's
 var ErrNotPersistent = errors.New("Redis keeps no lease on disk (appendonly no, save \"\"): " +
 	"a restart forgets every lease; idalloc then waits one lease TTL before issuing under a forgotten worker ID, " +
 	"but a replica promoted or a snapshot restored needs `idalloc advance` (turn on appendonly yes with appendfsync always, or use etcd or SQL leases)")

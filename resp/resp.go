@@ -74,7 +74,7 @@ const shutdownTimeout = 10 * time.Second
 
 // Segments is what the front end needs of segment.Allocator. Next, NextN,
 // Buffered and CreateTag refuse an invalid tag (and CreateTag any invalid
-// field) with a *segment.Error, as they answer unknown tags, exhaustion and
+// field) with an *errs.Error, as they answer unknown tags, exhaustion and
 // outages; anything else is answered as an internal error.
 //
 // A dated tag whose IDs are text (a prefix or a separator, docs/api.md §11) is

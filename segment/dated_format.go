@@ -5,10 +5,10 @@ import "github.com/idalloc/idalloc/segment/dated"
 // A dated tag (docs/api.md §11) is stored as a row of the segments table like
 // every tag, with Format dated, Length the digits of its sequence part,
 // Start the first sequence number of every period, and FormatSpec the rest
-// of its settings (period, time zone, prefix, separator) as dated.Spec
-// writes them. Its numbers are counted elsewhere: one counter per (tag,
-// period stamp), kept by the store's PeriodStore; the row's max_id counts
-// nothing.
+// of its settings (period, time zone, prefix, separator) as
+// dated.Settings.Spec writes them. Its numbers are counted elsewhere: one
+// counter per (tag, period stamp), kept by the store's PeriodStore; the
+// row's max_id counts nothing.
 
 // DefaultDatedStep is a dated tag's step when none is given (docs/api.md §11).
 const DefaultDatedStep = 1000

@@ -18,7 +18,7 @@ import (
 // (CheckFormat, a scrambled tag's key included). MaxID must not be
 // negative: the first ID is 1.
 //
-// The error is an *errs.Error of KindInvalid for the first field at fault,
+// The error is an *errs.Error (errs.BadRequest) for the first field at fault,
 // in the order app_tag, step, start, max_id, description, format, whose
 // Reason says what is wrong with the value as a report of rows reads it
 // ("step 0 is below 1"). It is also the field's sentinel: ErrInvalidTag,

@@ -80,7 +80,7 @@ type NewTag struct {
 // lower), its Length 0 is 6, its Period day and its TimeZone UTC. It
 // returns the tag as it is to be stored (AppTag, Step, Start,
 // Description, Format, Length, and a dated tag's FormatSpec; no MaxID,
-// time or key), or an *errs.Error of KindInvalid for the first field at
+// time or key), or an *errs.Error (errs.BadRequest) for the first field at
 // fault, in the order app_tag, step, format, the dated fields, length,
 // start, description: ErrInvalidTag; an error naming the cap that is
 // also ErrInvalidStep; ErrInvalidFormat; for a tag of another format

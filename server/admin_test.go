@@ -311,11 +311,11 @@ func TestAdminRefusalChangesNothing(t *testing.T) {
 
 			// docs/api.md §2: "curl -X POST localhost:8880/tags -d '{...}'" and
 			// the /workerid lines.
-			rec, out := curl(h, "POST", "http://localhost:8880/tags", `{"app_tag":"order","step":1000,"start":1000000}`, loopbackPeer)
+			rec, _ := curl(h, "POST", "http://localhost:8880/tags", `{"app_tag":"order","step":1000,"start":1000000}`, loopbackPeer)
 			if rec.Code != http.StatusCreated {
 				t.Fatalf("README POST /tags: got %d %s, want 201", rec.Code, rec.Body)
 			}
-			rec, out = curl(h, "POST", "http://localhost:8880/workerid", `{"cluster":"billing"}`, loopbackPeer)
+			rec, out := curl(h, "POST", "http://localhost:8880/workerid", `{"cluster":"billing"}`, loopbackPeer)
 			if rec.Code != http.StatusCreated {
 				t.Fatalf("README POST /workerid: got %d %s, want 201", rec.Code, rec.Body)
 			}

@@ -11,9 +11,9 @@ import (
 
 // Segments is what the server needs of segment.Allocator. It checks its
 // input itself: Next, NextN, Buffered and CreateTag refuse an invalid tag
-// (and CreateTag an invalid step, start or description) with a
-// *segment.Error, as they answer unknown tags, exhaustion and outages;
-// anything that is not a *segment.Error is answered as an internal error.
+// (and CreateTag an invalid step, start or description) with an
+// *errs.Error, as they answer unknown tags, exhaustion and outages;
+// anything that is not an *errs.Error is answered as an internal error.
 type Segments interface {
 	Next(ctx context.Context, tag string) (int64, error)
 	NextN(ctx context.Context, tag string, dst []int64) error

@@ -9,44 +9,21 @@ import (
 	"github.com/idalloc/idalloc/snowflake"
 )
 
-// Meituan Leaf's HTTP routes (docs/api.md §12), so that a Leaf client switches
-// by changing its URL. What Leaf does, from its source (Meituan-Dianping/
-// Leaf, leaf-server: controller/LeafController.java,
-// controller/LeafMonitorController.java, exception/LeafServerException.java,
-// exception/NoKeyException.java, service/SegmentService.java,
-// service/SnowflakeService.java; leaf-core: segment/SegmentIDGenImpl.java,
-// snowflake/SnowflakeIDGenImpl.java, common/Result.java):
+// Meituan Leaf's HTTP routes (docs/api.md §12), so that a Leaf client
+// switches by changing its URL: /api/segment/get/{key} and
+// /api/snowflake/get/{key} (any method; the snowflake route ignores the
+// key) answer the ID as Leaf's controller does, 200 text/plain;charset=UTF-8
+// with the digits alone; /decodeSnowflakeId?snowflakeId=N (Leaf's monitor
+// route, also at /api/snowflake/decode) answers Leaf's Jackson-written
+// map, {"workerId":"39","sequenceId":"3448","timestamp":"1567733700834(2019-09-06 09:35:00.834)"}:
+// every value a string, the time in the server's zone, decoded with
+// idalloc's epoch and layout (those of /snowflake/{id}).
 //
-//   - /api/segment/get/{key} and /api/snowflake/get/{key}: @RequestMapping
-//     without a method (any method), in a @RestController returning the ID
-//     as a String: 200, text/plain;charset=UTF-8, the decimal digits and
-//     nothing else. The snowflake generator ignores the key.
-//   - Any failure (unknown key: Result id -2; cache not initialised: -1;
-//     both segments unloaded, as when the database is down: -3; snowflake
-//     clock backwards: -1, -2, -3) is a Result with status EXCEPTION, which
-//     the controller throws as LeafServerException(result.toString()),
-//     annotated @ResponseStatus(INTERNAL_SERVER_ERROR): HTTP 500 with
-//     Spring Boot's error body. An empty key throws NoKeyException, also
-//     500 ("Key is none"), though Spring never routes an empty path
-//     segment there (404).
-//   - The decode route is not under /api: it is LeafMonitorController's
-//     @RequestMapping("decodeSnowflakeId"), so /decodeSnowflakeId, any
-//     method, @RequestParam("snowflakeId") (required: a request without it
-//     is Spring's 400). It answers 200 with a Jackson-written
-//     HashMap<String, String>, whose iteration order puts the keys as
-//     {"workerId":"39","sequenceId":"3448","timestamp":"1567733700834(2019-09-06 09:35:00.834)"}:
-//     every value a string, the timestamp Unix milliseconds and then the
-//     time in the JVM's zone as yyyy-MM-dd HH:mm:ss.SSS, decoded with
-//     Leaf's fixed layout (epoch 1288834974657, 10 worker bits, 12
-//     sequence bits). A snowflakeId that is not a long answers 200 with
-//     {"errorMsg":"…"} alone.
-//
-// idalloc answers the same successes byte for byte, decoding with its own
-// epoch and layout (those of /snowflake/{id}), and serves the decode
-// route at both /decodeSnowflakeId, Leaf's, and /api/snowflake/decode, the
-// contract's. Its errors carry the status of the kind (compat.go): text
-// for the get routes, {"errorMsg":"…"} for decode; a negative snowflakeId,
-// which Leaf decodes into nonsense, is refused.
+// Where Leaf answers every failure 500 with Spring's error page, errors
+// here carry their kind's status (compat.go): text on the get routes,
+// {"errorMsg":"…"} on decode, as Leaf answers a snowflakeId that is not a
+// long. A negative snowflakeId, which Leaf decodes into nonsense, is
+// refused.
 
 // leafTimeLayout is Leaf's decode time, SimpleDateFormat's
 // "yyyy-MM-dd HH:mm:ss.SSS".

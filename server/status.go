@@ -23,38 +23,10 @@ import (
 // per tag (BenchmarkStatus), plus at most one pass over every tag a
 // second (activity) for the IDs buffered in all and busiest first.
 //
-// Every value that counts or names IDs (max_id, issued, buffered, …) is a
-// JSON string of digits: they are int64, and JavaScript's numbers lose
-// precision above 2^53. Small figures (length, worker_id, drift events,
-// seconds, the count of tags) are numbers. Nothing secret is in it: a
-// scrambled tag's key never leaves the store's rows, and the lease's token
-// is left out.
-//
-//	{"resp_code":0,"msg":"success",
-//	 "now":"2026-11-21T10:00:00.123Z",
-//	 "status":"ok|degraded|unavailable|draining", "store_reachable":true, "draining":false,
-//	 "buffered":"199000",
-//	 "snowflake":{"enabled":true,"issued":"12",
-//	   "drift":{"waited":0,"try_later":0,"too_large":0},
-//	   "lease":null | {"held":false} | {"held":true,"cluster":"default","worker_id":3,
-//	     "max_worker_id":1023,"expires_at":"…","seconds_left":19.8}},
-//	 "total":1, "next":null | "the page's last app_tag, to pass as after",
-//	 "tags":[{"app_tag":"test_business","format":"sequential","length":0,
-//	   "step":"100000","current_step":"200000",
-//	   "buffered":"299000","current_left":"99000","current_size":"100000","prefetched":"200000",
-//	   "issued":"1000","max_id":"300000","given_back":"0","wasted":"0",
-//	   "last_fetch":"…"|null,"last_fetch_ms":1.25,"fetching":false,"fetch_failing":false}]}
-//
-// "buffered" counts every tag's, "total" the tags the prefix keeps, on
-// every page. A tag this instance has not served yet shows its row's step
-// and max_id, and zeros.
-//
-// A dated tag's object adds its settings and current period (dated.go),
-// its max_id, buffer and fetch fields being that period's:
-//
-//	"period":"day","time_zone":"Asia/Shanghai","prefix":"ORD","separator":"-",
-//	"current_period":null | {"stamp":"20261126","starts_at":"…","ends_at":"…",
-//	  "issued":"123","left":"999876","next_prefetched":"0"}
+// The answer is docs/api.md §10's. Every value that counts or names IDs
+// is a JSON string of digits (JavaScript's numbers lose precision above
+// 2^53); small figures are numbers. Nothing secret is in it: no scrambled
+// tag's key, no lease token.
 
 // The pools keep a polled /status from allocating per tag: the snapshots
 // and the body grow once to the instance's tag count and are reused. Unlike

@@ -25,7 +25,7 @@ import (
 // checked before anything is written, so an entry that is not a tag, an
 // app_tag given twice, or more than maxBulkTags entries refuse the whole
 // request and create nothing. An entry whose tag exists already is the
-// allocator's to report (segment.CreateTags).
+// allocator's to report (segment.Allocator.CreateTags).
 
 // maxBulkTags bounds the entries of one request, and so what one request
 // makes the server hold: its body, each entry decoded, the answer. 10,000

@@ -7,42 +7,21 @@ import (
 	"github.com/idalloc/idalloc/errs"
 )
 
-// Didi Tinyid's HTTP routes (docs/api.md §12): nextId and nextIdSimple here,
-// the segment routes its Java client uses in tinyid_segment.go. What
-// Tinyid does, from its source (didi/tinyid, tinyid-server:
-// controller/IdContronller.java, vo/Response.java, vo/ErrorCode.java,
-// service/impl/TinyIdTokenServiceImpl.java, resources/online/
-// application.properties; tinyid-base: generator/impl/CachedIdGenerator.java):
-//
-//   - Routes: server.context-path /tinyid, the controller's
-//     @RequestMapping("/id/") and each method's @RequestMapping("nextId"),
-//     … without a method: /tinyid/id/nextId etc., any method. Parameters
-//     bizType, batchSize (Integer) and token, by name, from the query or a
-//     form body; a batchSize that is not an integer is Spring's 400.
-//   - batchSize: absent is 1; above batch.size.max (100000 in its
-//     properties) it is batch.size.max. Nothing refuses 0 or less: nextId
-//     answers an empty list, nextIdSimple an empty text.
-//   - nextId answers 200 with Response<List<Long>>, Jackson-written in its
-//     field order: {"data":[1,2,3],"code":200,"message":""}. A token not
-//     allowed bizType (or an empty bizType or token) is
-//     {"data":null,"code":5,"message":"token is error"}; any exception,
-//     an unknown bizType ("can not find biztype:x") or a database down, is
-//     {"data":null,"code":6,"message":<the exception's message>}. Always
-//     HTTP 200.
-//   - nextIdSimple answers 200 text: one ID, or batchSize IDs joined by
-//     "," with no spaces or end of line; on any failure, the token's
-//     included, an empty body, still 200.
-//
-// idalloc answers the same successes byte for byte (the content types of
-// compat.go), from the tag bizType. batchSize above max_batch is max_batch,
-// as Tinyid's batch.size.max; one below 1, or not an integer, is refused
-// naming batchSize. Errors carry the status of their kind (compat.go):
-// nextId in Tinyid's envelope, code 5 for an access token refused
-// (allowTag) and 6 for everything else, message the domain's words;
-// nextIdSimple as text. token= is handed to allowTag and read nowhere else.
+// Didi Tinyid's ID routes, nextId and nextIdSimple (docs/api.md §12; its
+// segment routes are in tinyid_segment.go): any method, bizType, batchSize
+// and token from the query or a form body. The successes are Tinyid's byte
+// for byte (content types in compat.go): nextId its envelope in Jackson's
+// field order, {"data":[1,2,3],"code":200,"message":""}, nextIdSimple the
+// IDs joined by ",". batchSize absent is 1; above max_batch it is
+// max_batch, as above Tinyid's batch.size.max; below 1 or not an integer
+// it is refused naming batchSize (Tinyid answers an empty list or
+// Spring's 400). Errors carry their kind's status (compat.go): nextId in
+// the envelope, code 5 for an access token refused (allowTag) and 6 for
+// anything else, the domain's words as message; nextIdSimple as text.
+// token= is read by allowTag only.
 
-// Tinyid's envelope codes of errors (vo/ErrorCode.java); success is 200
-// (vo/Response.java), written in the bodies.
+// Tinyid's envelope codes of errors; success is 200, written in the
+// bodies.
 const (
 	tinyidTokenErr = 5
 	tinyidSysErr   = 6

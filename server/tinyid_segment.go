@@ -9,58 +9,24 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-// Tinyid's segment routes (docs/api.md §12), which its Java client takes its
-// IDs from, so that the client runs against idalloc unchanged. What
-// Tinyid does, from its source (didi/tinyid, tinyid-server:
-// controller/IdContronller.java, service/impl/DbSegmentIdServiceImpl.java,
-// common/Constants.java; tinyid-base: entity/SegmentId.java,
-// entity/Result.java, entity/ResultCode.java,
-// generator/impl/CachedIdGenerator.java; tinyid-client:
-// factory/impl/IdGeneratorFactoryClient.java,
-// service/impl/HttpSegmentIdServiceImpl.java, utils/TinyIdHttpUtils.java):
+// Tinyid's segment routes, nextSegmentId and nextSegmentIdSimple
+// (docs/api.md §12), which Tinyid's Java client takes segments from and
+// counts through itself: it reads currentId, loadingId, maxId, delta and
+// remainder (the Simple route's text in that order), issues the numbers
+// in (currentId, maxId] that are ≡ remainder (mod delta), and loads the
+// next segment from loadingId on. An error status or an empty body is no
+// segment to it.
 //
-//   - /tinyid/id/nextSegmentId and /tinyid/id/nextSegmentIdSimple, any
-//     method, parameters bizType and token (no batchSize). Each call
-//     advances the bizType's max_id by its step and answers the segment
-//     (max_id − step, max_id]: currentId = max_id − step (the ID before the
-//     first), maxId = max_id, loadingId = currentId + step·20/100 (where
-//     the client starts loading the next segment), and the row's delta
-//     (default 1) and remainder (default 0): the client issues the
-//     numbers ≡ remainder (mod delta) in it.
-//   - nextSegmentId answers 200 with Response<SegmentId>, Jackson-written
-//     in the fields' order: {"data":{"maxId":…,"loadingId":…,"currentId":…,
-//     "delta":…,"remainder":…},"code":200,"message":""}; errors as
-//     nextId's (code 5 token, 6 anything else, HTTP 200).
-//     nextSegmentIdSimple answers 200 text "currentId,loadingId,maxId,
-//     delta,remainder", or an empty body on any failure.
-//   - The client (IdGeneratorFactoryClient) POSTs, with no body, to
-//     http://<server>/tinyid/id/nextSegmentIdSimple?token=<t>&bizType=<b>
-//     (one of its servers at random), with java.net.HttpURLConnection
-//     (5 s timeouts by default). It reads the body's lines joined,
-//     splits it on "," and parses the five fields in that order; an empty
-//     body, or a failed request (a status of 400 and above throws in
-//     getInputStream, caught, so no body), is no segment, and the caller
-//     gets TinyIdSysException "error query segmentId: null". Its
-//     CachedIdGenerator serves the current segment: currentId += delta
-//     (after aligning currentId to the remainder once), an ID above maxId
-//     means the segment is spent (take the next, or fetch one at once),
-//     and the first ID at or above loadingId starts loading the next
-//     segment on a background thread.
-//
-// idalloc hands out one run of IDs of the tag (NextRun): what is left of
-// its current segment on this instance, at most max_range. A run from
-// First to Last is currentId First − 1, maxId Last, and loadingId
-// currentId + (Last − currentId)·20/100, as Tinyid computes it from its
-// step, so the client prefetches at the same point of the run; delta and
-// remainder are the instance's region count and ID (docs/api.md §13), 1 and 0
-// without regions: in region r of R the run is every R-th number from
-// First ≡ r, and the client, which aligns currentId to the remainder
-// before it adds delta, issues exactly those. Errors as nextId's and
-// nextIdSimple's (tinyid.go). Scrambled and dated tags are no runs of
-// consecutive numbers and are refused naming bizType.
+// A segment is one run of the tag (NextRun: what is left of its current
+// segment on this instance, at most max_range): First to Last is
+// currentId First − 1 and maxId Last, loadingId 20 % of the way, as
+// Tinyid computes it; delta and remainder are the region's count and ID
+// (docs/api.md §13), 1 and 0 without regions. Errors as nextId's
+// (tinyid.go); a tag whose IDs are not runs (scrambled, dated) is refused
+// naming bizType.
 
 // tinyidLoadingPercent is how far into a segment Tinyid's client starts
-// loading the next (common/Constants.java's LOADING_PERCENT).
+// loading the next (Tinyid's LOADING_PERCENT).
 const tinyidLoadingPercent = 20
 
 // errNotRun refuses a Tinyid segment of a tag whose IDs are not runs of

@@ -15,10 +15,11 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// schemaMySQL is the repository's schema.sql. The file lives here, since
-// go:embed reaches neither outside the package nor through a symlink; the
-// one at the repository's root, where users and deploy/ look for it, is a
-// symlink to this one, so there is one schema and no copy to keep equal.
+// schemaMySQL is the repository's schema.sql. The file lives here, since an
+// embed pattern reaches neither outside the package nor through a symlink;
+// the one at the repository's root, where users and deploy/ look for it,
+// is a symlink to this one, so there is one schema and no copy to keep
+// equal.
 //
 //go:embed schema.sql
 var schemaMySQL string

@@ -112,13 +112,13 @@ func Open(ctx context.Context, driver, dsn string, opts Options) (Store, error) 
 	// Each case returns a nil Store on error, never a nil *MySQL in one.
 	switch driver {
 	case "mysql":
-		m, err := OpenMySQL(ctx, dsn, MySQLOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+		m, err := OpenMySQL(ctx, dsn, MySQLOptions(opts))
 		if err != nil {
 			return nil, err
 		}
 		return m, nil
 	case "postgres":
-		p, err := OpenPostgres(ctx, dsn, PostgresOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+		p, err := OpenPostgres(ctx, dsn, PostgresOptions(opts))
 		if err != nil {
 			return nil, err
 		}

@@ -22,8 +22,8 @@ import (
 // dialect value and an opener here rather than a second copy of every
 // operation.
 
-// schemaPostgres is the repository's schema_postgres.sql, kept here for
-// go:embed; the root's is a symlink to it, as schema.sql is (mysql.go).
+// schemaPostgres is the repository's schema_postgres.sql, kept here to be
+// embedded; the root's is a symlink to it, as schema.sql is (mysql.go).
 //
 //go:embed schema_postgres.sql
 var schemaPostgres string

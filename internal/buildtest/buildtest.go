@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -53,7 +52,7 @@ func Idalloc() (string, error) {
 		build.bin = filepath.Join(build.dir, "idalloc")
 		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, goCommand(), "build", "-o", build.bin, ".")
+		cmd := exec.CommandContext(ctx, goCommand, "build", "-o", build.bin, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build idalloc: %v\n%s", err, out)
@@ -90,15 +89,6 @@ func moduleRoot() (string, error) {
 }
 
 // goCommand is the go command of the toolchain running the tests, so the
-// binary is built by the same Go; "go" from PATH when that one is absent.
-func goCommand() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
+// binary is built by the same Go: go test puts that toolchain's bin first
+// in the tests' PATH.
+const goCommand = "go"

@@ -165,11 +165,11 @@ func advanceOf(f advanceFlags, cfg config.Settings) migrate.Advance {
 		Leases:   f.leases,
 		Tags:     f.tags,
 		LeaseFor: f.leaseFor,
-		LeaseMin: cfg.Durations.LeaseTTL + cfg.Durations.MaxDriftError,
+		LeaseMin: cfg.Snowflake.LeaseTTL.Duration() + cfg.Snowflake.MaxDriftError.Duration(),
 		DryRun:   f.dryRun,
 		// The instances' bound: the periods advance moves are chosen by
 		// this machine's clock, checked against the store's by it.
-		MaxClockSkew: cfg.Durations.DatedMaxClockSkew,
+		MaxClockSkew: cfg.Dated.MaxClockSkew.Duration(),
 	}
 	if f.segments {
 		a.By = f.by
