@@ -9,6 +9,7 @@ import (
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
@@ -28,28 +29,39 @@ type parts struct {
 	keeper  *workerlease.Keeper
 	source  *leased.Source
 	layouts leased.LayoutRecorder // where the lease store records layouts
-	metrics *server.Metrics
+	metrics *metrics.Observer
 	reg     *prometheus.Registry
 	log     *slog.Logger
 }
 
-// frontEnds builds a front end for each listener open (frontend.Listen):
-// HTTP always, the Redis protocol when resp_addr is set. A new front end
-// is one more address in run and one more entry here. The HTTP server is
-// also returned for its Close, which stops its store health checker.
+// frontEnds points the metrics at what the front ends serve, and builds a
+// front end for each listener open (frontend.Listen): HTTP always, the
+// Redis protocol when resp_addr is set. A new front end is one more
+// address in run and one more entry here. The HTTP server is also
+// returned for its Close, which stops its store health checker.
 func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend.Front, *server.Server, error) {
 	deps := server.Deps{Segments: p.alloc, Store: p.store, Leases: p.leases, Tokens: p.admin}
 	respDeps := resp.Deps{Segments: p.alloc, Audit: p.admin}
+	watched := metrics.Sources{Segments: p.alloc, MaxTagSeries: cfg.Metrics.MaxTagSeries}
 	if p.guard != nil { // not a nil *Guard in an interface
 		deps.Guard, respDeps.Guard = p.guard, p.guard
 	}
 	if p.keeper != nil {
 		deps.Snowflake, respDeps.Snowflake = p.source, p.source
-		deps.OwnLease, deps.Leases = ownLease{p.keeper, p.source}, layoutLeases{p.leases, p.source.Layout()}
+		own := ownLease{p.keeper, p.source}
+		deps.OwnLease, deps.Leases = own, layoutLeases{p.leases, p.source.Layout()}
+		watched.Snowflake, watched.Lease = true, own
+	}
+	if err := p.metrics.Watch(watched); err != nil {
+		return nil, nil, err
+	}
+	httpMetrics, err := server.NewMetrics(p.reg)
+	if err != nil {
+		return nil, nil, err
 	}
 	srv, err := server.New(server.Config{
 		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, MaxConns: cfg.MaxConns,
-		MaxTagSeries: cfg.Metrics.MaxTagSeries, Logger: p.log, Metrics: p.metrics, Gatherer: p.reg,
+		Logger: p.log, Observer: p.metrics, Metrics: httpMetrics, Gatherer: p.reg,
 	}, deps)
 	if err != nil {
 		return nil, nil, err

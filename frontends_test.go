@@ -18,8 +18,8 @@ import (
 
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/store"
 )
 
@@ -118,20 +118,20 @@ func serveBoth(t *testing.T) (frontend.Listeners, *prometheus.Registry) {
 	}
 	t.Cleanup(func() { st.Close() })
 	reg := prometheus.NewRegistry()
-	metrics, err := server.NewMetrics(reg)
+	obs, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, _, _, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, metrics)
+	leases, _, _, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, obs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc, err := segment.New(ctx, st, segment.Config{Observer: metrics})
+	alloc, err := segment.New(ctx, st, segment.Config{Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(context.Background()) })
-	fronts, srv, err := frontEnds(cfg, lns, parts{alloc: alloc, store: st, leases: leases, metrics: metrics, reg: reg, log: discard})
+	fronts, srv, err := frontEnds(cfg, lns, parts{alloc: alloc, store: st, leases: leases, metrics: obs, reg: reg, log: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,11 +316,11 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// TestMaxTagSeriesWired: metrics.max_tag_series reaches the server, and
-// the server's default is config's.
+// TestMaxTagSeriesWired: metrics.max_tag_series reaches the metrics, and
+// the metrics' default is config's.
 func TestMaxTagSeriesWired(t *testing.T) {
-	if config.DefaultMaxTagSeries != server.DefaultMaxTagSeries {
-		t.Errorf("config's default max_tag_series %d, the server's %d", config.DefaultMaxTagSeries, server.DefaultMaxTagSeries)
+	if config.DefaultMaxTagSeries != metrics.DefaultMaxTagSeries {
+		t.Errorf("config's default max_tag_series %d, the metrics' %d", config.DefaultMaxTagSeries, metrics.DefaultMaxTagSeries)
 	}
 	cfg, err := config.Load(writeConfig(t, fmt.Sprintf(`{"metrics":{"max_tag_series":1},"snowflake":{"enabled":false},"dsn":%q}`,
 		filepath.Join(t.TempDir(), "idalloc.db"))), true, noEnv)
@@ -339,11 +339,11 @@ func TestMaxTagSeriesWired(t *testing.T) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	metrics, err := server.NewMetrics(reg)
+	obs, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc, err := segment.New(ctx, st, segment.Config{Observer: metrics})
+	alloc, err := segment.New(ctx, st, segment.Config{Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestMaxTagSeriesWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lns["http"].Close() })
-	_, srv, err := frontEnds(cfg, lns, parts{alloc: alloc, store: st, metrics: metrics, reg: reg, log: discard})
+	_, srv, err := frontEnds(cfg, lns, parts{alloc: alloc, store: st, metrics: obs, reg: reg, log: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

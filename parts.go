@@ -8,8 +8,8 @@ import (
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
@@ -99,7 +99,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	if p.reg, err = newRegistry(st, cfg.Driver); err != nil { // buildinfo.go
 		return p, closeAll, err
 	}
-	if p.metrics, err = server.NewMetrics(p.reg); err != nil {
+	if p.metrics, err = metrics.New(p.reg); err != nil {
 		return p, closeAll, err
 	}
 	st.ObserveConflicts(p.metrics.StoreConflict)

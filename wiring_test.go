@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake/leased"
@@ -28,7 +29,7 @@ import (
 // observer, the allocator, the snowflake parts with a lease held, and the
 // HTTP server over them. Everything stops at the test's cleanup.
 type wired struct {
-	metrics *server.Metrics
+	metrics *metrics.Observer
 	alloc   *segment.Allocator
 	keeper  *workerlease.Keeper
 	source  *leased.Source
@@ -40,20 +41,27 @@ type wired struct {
 func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Registry) wired {
 	t.Helper()
 	ctx := context.Background()
-	metrics, err := server.NewMetrics(reg)
+	obs, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc, err := segment.New(ctx, st, segment.Config{Observer: metrics})
+	alloc, err := segment.New(ctx, st, segment.Config{Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, metrics)
+	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, obs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Metrics: metrics, Gatherer: reg, Logger: discard},
+	if err := obs.Watch(metrics.Sources{Segments: alloc, Snowflake: true, Lease: keeper}); err != nil {
+		t.Fatal(err)
+	}
+	httpMetrics, err := server.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Observer: obs, Metrics: httpMetrics, Gatherer: reg, Logger: discard},
 		server.Deps{Segments: alloc, Store: st, Leases: leases, Snowflake: source, OwnLease: keeper})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +77,7 @@ func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Regis
 			t.Fatal("no worker lease after 10s")
 		}
 	}
-	return wired{metrics, alloc, keeper, source, srv}
+	return wired{obs, alloc, keeper, source, srv}
 }
 
 // discard is a logger that drops everything.

@@ -110,9 +110,8 @@ type MetricsConfig struct {
 
 // DefaultMaxTagSeries is metrics.max_tag_series' default: a scrape of
 // about 220-240 KB of text, 13-16 KB gzipped, with tags of 10 characters,
-// at any tag count. It is the server's own default
-// (server.DefaultMaxTagSeries), which this package may not import; a test
-// of main holds the two equal.
+// at any tag count. It is the metrics' own default
+// (metrics.DefaultMaxTagSeries); a test of main holds the two equal.
 const DefaultMaxTagSeries = 1000
 
 // maxMaxTagSeries bounds metrics.max_tag_series: 100,000 tags, the most

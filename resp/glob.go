@@ -1,5 +1,7 @@
 package resp
 
+import "math/bits"
+
 // glob is a KEYS pattern, read as Redis reads it (stringmatchlen in its
 // util.c): '*' any run of bytes, '?' any one byte, '[…]' one byte of a
 // class ('^' first negates it; "a-z" a range, its ends taken as they are
@@ -74,6 +76,33 @@ func compileGlob(p []byte) glob {
 		g.tokens = append(g.tokens, t)
 	}
 	return g
+}
+
+// prefix is the literal start of every name that matches g: the bytes
+// its leading tokens stand for while each stands for one byte alone.
+func (g glob) prefix() string {
+	var b []byte
+	for _, t := range g.tokens {
+		c, ok := t.set.only()
+		if t.star || !ok {
+			break
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// only returns the one byte of s, false if it has none or several.
+func (s *byteSet) only() (byte, bool) {
+	var c byte
+	n := 0
+	for k, w := range s {
+		if w != 0 {
+			c = byte(k<<6 + bits.TrailingZeros64(w))
+		}
+		n += bits.OnesCount64(w)
+	}
+	return c, n == 1
 }
 
 // class reads the class whose members begin at p[i] into s, and returns

@@ -89,6 +89,33 @@ func TestGlobAsRedis(t *testing.T) {
 	}
 }
 
+// TestGlobPrefix: a pattern's literal start, which KEYS narrows the tags
+// by, and every name a case matches has it.
+func TestGlobPrefix(t *testing.T) {
+	for _, tt := range []struct{ pattern, want string }{
+		{"", ""},
+		{"*", ""},
+		{"order", "order"},
+		{"ord*", "ord"},
+		{"ord?r", "ord"},
+		{"ord[ae]r", "ord"},
+		{"ord[e]r*", "order"},  // a class of one byte is that byte
+		{"ord\\*x*", "ord*x"},  // an escaped star is a star
+		{"ord[^e]", "ord"},     //
+		{"order\\", "order\\"}, // a '\' at the end is itself
+		{"[a-a]b", "ab"},       // a range of one byte
+	} {
+		if got := compileGlob([]byte(tt.pattern)).prefix(); got != tt.want {
+			t.Errorf("prefix of %q: got %q, want %q", tt.pattern, got, tt.want)
+		}
+	}
+	for _, tt := range globCases {
+		if p := compileGlob([]byte(tt.pattern)).prefix(); tt.want && !strings.HasPrefix(tt.name, p) {
+			t.Errorf("KEYS %q matches %q, which lacks its prefix %q", tt.pattern, tt.name, p)
+		}
+	}
+}
+
 // TestGlobAgainstRedis: on a redis-server, KEYS answers what the matcher
 // does, for the cases above and for thousands of patterns and names made
 // of the bytes the rules turn on.

@@ -19,7 +19,9 @@ const MaxKeys = 10_000
 // keys serves KEYS pattern (admin): the names of the tags that match
 // pattern, read as Redis reads it (glob.go), as of the last tag-list
 // reload and the tags created here since, in byte order; at most MaxKeys
-// of them. It asks no store.
+// of them. It asks no store. The pattern's literal start narrows the tags
+// to page through (segment.Allocator.TagPage), and the pattern filters
+// each page.
 func (s *Server) keys(c redcon.Conn, ses *session, args [][]byte) error {
 	if err := s.authorize(ses); err != nil {
 		return err
@@ -28,13 +30,21 @@ func (s *Server) keys(c redcon.Conn, ses *session, args [][]byte) error {
 		return arity(cmdKeys, args)
 	}
 	g := compileGlob(args[1])
+	q := segment.PageQuery{Prefix: g.prefix(), Limit: MaxKeys}
 	var names []string
-	for _, t := range s.seg.Tags() {
-		if g.match(t.AppTag) {
-			if names = append(names, t.AppTag); len(names) == MaxKeys {
-				break
+	for len(names) < MaxKeys {
+		p := s.seg.TagPage(q)
+		for _, t := range p.Tags {
+			if g.match(t.AppTag) {
+				if names = append(names, t.AppTag); len(names) == MaxKeys {
+					break
+				}
 			}
 		}
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
 	}
 	c.WriteArray(len(names))
 	for _, n := range names {

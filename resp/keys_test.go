@@ -125,7 +125,7 @@ type manyTags struct {
 	tags []segment.Tag
 }
 
-func (m manyTags) Tags() []segment.Tag { return m.tags }
+func (m manyTags) TagPage(q segment.PageQuery) segment.Page { return segment.PageOf(m.tags, q) }
 
 // TestKeysAnswersAtMostMaxKeys: KEYS answers the first MaxKeys names that
 // match, in byte order.

@@ -91,6 +91,8 @@ type Segments interface {
 	// Tags lists the tags as of the last tag-list reload, sorted by
 	// AppTag; the slice is shared and must not be modified.
 	Tags() []segment.Tag
+	// TagPage is a page of that list (KEYS).
+	TagPage(q segment.PageQuery) segment.Page
 	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
 }
 

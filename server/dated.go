@@ -200,15 +200,3 @@ func (s *Server) appendDatedStatus(b []byte, t *segment.TagSnapshot) []byte {
 	b = appendIntField(b, "next_prefetched", p.NextPrefetched)
 	return append(b, '}')
 }
-
-// periodLeft is what the period_ids_left gauge shows of a dated tag's
-// stats: its current period's numbers left, false for another tag, before
-// its first ID, and once its period has ended (the next period's count
-// is not known before its first fetch, and the ended one's would alarm
-// for nothing).
-func periodLeft(st *segment.TagStats, now time.Time) (int64, bool) {
-	if st.Format != segment.FormatDated || st.Period.Stamp == 0 || !now.Before(st.Period.End) {
-		return 0, false
-	}
-	return st.Period.Left, true
-}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/internal/testclock"
-	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -138,28 +137,6 @@ func TestDatedMetrics(t *testing.T) {
 	}
 	if strings.Contains(text, `period_ids_left{app_tag="test_business"}`) {
 		t.Errorf("/metrics has a period series for a sequential tag")
-	}
-}
-
-// TestPeriodLeft: the gauge's value, and when a tag has none.
-func TestPeriodLeft(t *testing.T) {
-	end := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	dated := segment.TagStats{Format: segment.FormatDated, Period: segment.PeriodStats{Stamp: 20261126, End: end, Left: 42}}
-	for _, c := range []struct {
-		name string
-		st   segment.TagStats
-		now  time.Time
-		want int64
-		ok   bool
-	}{
-		{"in its period", dated, end.Add(-time.Second), 42, true},
-		{"its period ended", dated, end, 0, false},
-		{"before its first ID", segment.TagStats{Format: segment.FormatDated}, end, 0, false},
-		{"sequential", segment.TagStats{Format: segment.FormatSequential}, end, 0, false},
-	} {
-		if got, ok := periodLeft(&c.st, c.now); got != c.want || ok != c.ok {
-			t.Errorf("%s: periodLeft = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
-		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/internal/testclock"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -54,13 +55,15 @@ func newDatedRig(tb testing.TB, st storetest.Store, now func() time.Time, skew t
 	tb.Helper()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	m := mustMetrics(tb, reg)
-	alloc, err := segment.New(ctx, st, segment.Config{Now: now, MaxClockSkew: skew, Observer: m, TagRefresh: time.Hour})
+	obs := mustObserver(tb, reg)
+	alloc, err := segment.New(ctx, st, segment.Config{Now: now, MaxClockSkew: skew, Observer: obs, TagRefresh: time.Hour})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = alloc.Close(ctx) })
-	s, err := New(Config{AdminToken: "s3cret", Metrics: m, Gatherer: reg, HealthInterval: time.Hour}, Deps{Segments: alloc, Store: st})
+	deps := Deps{Segments: alloc, Store: st}
+	watch(tb, obs, deps, metrics.Sources{})
+	s, err := New(Config{AdminToken: "s3cret", Observer: obs, Metrics: mustMetrics(tb, reg), Gatherer: reg, HealthInterval: time.Hour}, deps)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -30,16 +30,15 @@ type Segments interface {
 	Buffered(tag string) (int64, error)
 	TotalBuffered() int64
 	// AllStats yields every tag's figures, one at a time, without asking
-	// the store: the metrics and the busiest tags are read from it.
+	// the store: the metrics New makes without Config.Observer read it.
 	AllStats() iter.Seq[segment.TagStats]
 	// Snapshot is one tag's figures and double buffer, without asking the
 	// store; false for a tag this instance does not serve (yet). A page
 	// of GET /tags or GET /status reads its rows by it.
 	Snapshot(tag string) (segment.TagSnapshot, bool)
-	// Tags lists the tags as of the last tag-list reload, sorted by
-	// AppTag, without asking the store; the listings page through it by
-	// binary search. The slice is shared and must not be modified.
-	Tags() []segment.Tag
+	// TagPage is a page of the tags as of the last tag-list reload,
+	// without asking the store: GET /tags and GET /status.
+	TagPage(q segment.PageQuery) segment.Page
 	CreateTag(ctx context.Context, t segment.NewTag) (segment.Tag, error)
 	// CreateTags creates many tags (POST /tags with an array): every
 	// entry checked first, the first at fault refusing the request
@@ -77,8 +76,9 @@ type Deps struct {
 	Snowflake Snowflakes
 	// Leases serves POST /workerid*; nil answers them with resp_code 5.
 	Leases Leases
-	// OwnLease is this instance's own worker lease, for GET /workerid and the
-	// lease metrics; nil answers GET /workerid with resp_code 5.
+	// OwnLease is this instance's own worker lease, for GET /workerid and
+	// /status (and the lease metrics New makes without Config.Observer);
+	// nil answers GET /workerid with resp_code 5.
 	OwnLease OwnLease
 	// Guard checks the ID calls' tokens when Config.AllocAuth is on, and
 	// is required then; it is not used otherwise.

@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/internal/testclock"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -182,12 +184,13 @@ func (f *fakeSegments) AllStats() iter.Seq[segment.TagStats] {
 	return slices.Values(all)
 }
 
-// Tags lists the tags sorted, as the allocator does.
-func (f *fakeSegments) Tags() []segment.Tag {
-	f.record("Tags")
+// TagPage cuts a page of the tags sorted, as the allocator does.
+func (f *fakeSegments) TagPage(q segment.PageQuery) segment.Page {
+	f.record("TagPage")
 	f.tagsMu.Lock()
-	defer f.tagsMu.Unlock()
-	return slices.SortedFunc(maps.Values(f.tags), func(a, b segment.Tag) int { return strings.Compare(a.AppTag, b.AppTag) })
+	sorted := slices.SortedFunc(maps.Values(f.tags), func(a, b segment.Tag) int { return strings.Compare(a.AppTag, b.AppTag) })
+	f.tagsMu.Unlock()
+	return segment.PageOf(sorted, q)
 }
 
 func (f *fakeSegments) CreateTag(ctx context.Context, nt segment.NewTag) (segment.Tag, error) {
@@ -253,8 +256,12 @@ type rig struct {
 	flake  *fakeFlake
 	leases *fakeLeases
 	own    *fakeOwn
+	obs    *metrics.Observer
 	reg    *prometheus.Registry
 	logs   *syncBuffer
+	// clock, once a test sets it (freeze), is what the metrics read
+	// instead of the real clock.
+	clock atomic.Pointer[testclock.Clock]
 }
 
 type syncBuffer struct {
@@ -287,16 +294,20 @@ func newRig(tb testing.TB, edit func(*Config, *Deps)) *rig {
 		reg:    prometheus.NewRegistry(),
 		logs:   &syncBuffer{},
 	}
+	r.obs = mustObserver(tb, r.reg)
 	cfg := Config{
 		AdminToken: "s3cret-admin-token",
+		Observer:   r.obs,
 		Metrics:    mustMetrics(tb, r.reg),
 		Gatherer:   r.reg,
 		Logger:     slog.New(slog.NewJSONHandler(r.logs, nil)),
 	}
 	deps := Deps{Segments: r.seg, Store: r.store, Snowflake: r.flake, Leases: r.leases, OwnLease: r.own}
+	src := metrics.Sources{Now: r.now}
 	if edit != nil {
 		edit(&cfg, &deps)
 	}
+	watch(tb, r.obs, deps, src)
 	srv, err := New(cfg, deps)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
@@ -372,3 +383,36 @@ func mustMetrics(tb testing.TB, reg prometheus.Registerer) *Metrics {
 	}
 	return m
 }
+
+// mustObserver makes the domain's metrics on reg, as main does before
+// the allocator, whose Observer they are.
+func mustObserver(tb testing.TB, reg prometheus.Registerer) *metrics.Observer {
+	tb.Helper()
+	o, err := metrics.New(reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o
+}
+
+// watch points o at what a server on deps serves, as main does; src
+// adds the rest (Now, MaxTagSeries).
+func watch(tb testing.TB, o *metrics.Observer, deps Deps, src metrics.Sources) {
+	tb.Helper()
+	src.Segments, src.Snowflake, src.Lease = deps.Segments, deps.Snowflake != nil, deps.OwnLease
+	if err := o.Watch(src); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// now is the rig's clock: the real one until freeze.
+func (r *rig) now() time.Time {
+	if c := r.clock.Load(); c != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// freeze stops the rig's clock: the metrics sample and choose again only
+// when a test ages them (ageSamples).
+func (r *rig) freeze() { r.clock.Store(testclock.New(time.Now())) }

@@ -10,7 +10,42 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idalloc/idalloc/frontend"
 )
+
+const namespace = "idalloc"
+
+// Metrics is the HTTP front end's own instrument, registered on the
+// registry given to NewMetrics; the domain's series are the metrics
+// package's. Give each Server its own. Metric names:
+//
+//	idalloc_http_requests_total{route,code}
+//	idalloc_http_request_duration_seconds{route}
+//	idalloc_http_connections                       open, at most max_conns
+//	idalloc_http_idle_connections                  of those, idle between requests
+//	idalloc_http_incomplete_connections            of those, new, their request's headers incomplete
+//	idalloc_http_idle_connections_closed_total     closed to make room at max_conns
+//	idalloc_http_incomplete_connections_closed_total  closed so, their headers incomplete
+//	idalloc_http_connections_refused_total         refused at max_conns, every one in a request
+type Metrics struct {
+	http  httpMetrics
+	conns *frontend.Metrics // the connection cap's
+}
+
+// NewMetrics makes the HTTP metrics and registers them on reg. It fails
+// only when reg already holds metrics of the same names.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{http: httpMetrics{routes: map[string]*routeMetrics{}}}
+	var err error
+	if m.conns, err = frontend.NewMetrics(reg, "http", "max_conns"); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(&m.http); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
 
 // The HTTP metrics are counted in shards and summed at scrape time. A
 // prometheus Counter and Histogram put every request's five atomic adds on

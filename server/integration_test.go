@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
@@ -35,12 +36,9 @@ func newRealRig(t *testing.T, edit ...func(*Config)) *realRig {
 	t.Helper()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := mustObserver(t, reg)
 	store := storetest.SQLite().Open(t) // test_business seeded, step 100000
-	alloc, err := segment.New(ctx, store, segment.Config{Observer: m})
+	alloc, err := segment.New(ctx, store, segment.Config{Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +63,13 @@ func newRealRig(t *testing.T, edit ...func(*Config)) *realRig {
 	keeper.Start(ctx)
 	t.Cleanup(func() { _ = keeper.Close(ctx, src.LastTimestampMS()) })
 
-	cfg := Config{AdminToken: "s3cret-admin-token", Metrics: m, Gatherer: reg}
+	cfg := Config{AdminToken: "s3cret-admin-token", Observer: obs, Metrics: mustMetrics(t, reg), Gatherer: reg}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	srv, err := New(cfg, Deps{Segments: alloc, Store: store, Snowflake: src, Leases: svc, OwnLease: keeper})
+	deps := Deps{Segments: alloc, Store: store, Snowflake: src, Leases: svc, OwnLease: keeper}
+	watch(t, obs, deps, metrics.Sources{})
+	srv, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
@@ -27,7 +28,7 @@ const (
 	heapPerTagBudget = 2 << 10
 	// scrapeWireBudget is what one scrape may send to Prometheus, which
 	// always asks for gzip, whatever the tag count: at most
-	// DefaultMaxTagSeries tags have series of their own (issue 24).
+	// metrics.DefaultMaxTagSeries tags have series of their own (issue 24).
 	scrapeWireBudget = 64 << 10
 	// scrapeLinesPerTag: app_tag labels IDs issued, IDs buffered and the
 	// current step, one line each, for each tag with series of its own;
@@ -68,16 +69,15 @@ func TestManyTags(t *testing.T) {
 
 	before := liveHeap()
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alloc, err := segment.New(ctx, st, segment.Config{Observer: m})
+	obs := mustObserver(t, reg)
+	alloc, err := segment.New(ctx, st, segment.Config{Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
-	srv, err := New(Config{Metrics: m, Gatherer: reg}, Deps{Segments: alloc, Store: st})
+	deps := Deps{Segments: alloc, Store: st}
+	watch(t, obs, deps, metrics.Sources{})
+	srv, err := New(Config{Observer: obs, Metrics: mustMetrics(t, reg), Gatherer: reg}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestManyTags(t *testing.T) {
 		t.Errorf("gzip scrape = %d B, want at most %d", wireSize, scrapeWireBudget)
 	}
 	total := n + 1 // and the seeded test_business
-	capped := total > DefaultMaxTagSeries
-	if want := scrapeLinesPerTag * min(total, DefaultMaxTagSeries+1); tagLines != want {
+	capped := total > metrics.DefaultMaxTagSeries
+	if want := scrapeLinesPerTag * min(total, metrics.DefaultMaxTagSeries+1); tagLines != want {
 		t.Errorf("scrape has %d samples with an app_tag, want %d (%d per tag with series of its own, and _other's)", tagLines, want, scrapeLinesPerTag)
 	}
 	if capped != (others == scrapeLinesPerTag) {
-		t.Errorf("scrape has %d samples for _other at %d tags, want %d past %d tags and none below", others, total, scrapeLinesPerTag, DefaultMaxTagSeries)
+		t.Errorf("scrape has %d samples for _other at %d tags, want %d past %d tags and none below", others, total, scrapeLinesPerTag, metrics.DefaultMaxTagSeries)
 	}
 }
 

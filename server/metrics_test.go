@@ -22,7 +22,7 @@ import (
 // the series exist while unknown and invalid tags, and raw paths, made none.
 func TestMetricsScrape(t *testing.T) {
 	rg := newRig(t, nil)
-	m := rg.srv.metrics
+	m := rg.obs
 	for _, target := range []string{
 		"/alloc?app_tag=order", "/alloc?app_tag=order&count=3", "/alloc?app_tag=ghost",
 		"/alloc?app_tag=bad%21tag", "/health?app_tag=ghost2", "/snowflake?count=2", "/no/such/path",
@@ -31,7 +31,7 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	rg.flake.err = snowflake.ErrClockDriftTryLater
 	rg.do(t, "GET", "/snowflake", "")
-	// The generator, not the front end, tells the Metrics of snowflake IDs
+	// The generator, not the front end, tells the Observer of snowflake IDs
 	// and drifts (snowflake.Observer): the fake source tells nobody, so the
 	// test tells them for it, as the generator would have.
 	m.Issued(2)
@@ -132,7 +132,7 @@ func TestMetricsFromTheStart(t *testing.T) {
 // lines per tag (four for a dated tag: TestDatedMetrics).
 func TestPerTagSeries(t *testing.T) {
 	rg := newRig(t, nil)
-	m := rg.srv.metrics
+	m := rg.obs
 	m.Fetched("order", time.Millisecond, nil)
 	m.Fetched("order", time.Millisecond, errors.New("down"))
 	m.GaveBack("order", 1)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/internal/storefault"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
@@ -67,8 +68,8 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 	ctx := context.Background()
 	st := &storefault.Stoppable{Store: storetest.SQLite().Open(t)}
 	reg := prometheus.NewRegistry()
-	m := mustMetrics(t, reg)
-	alloc, err := segment.New(ctx, st, segment.Config{Observer: m})
+	obs := mustObserver(t, reg)
+	alloc, err := segment.New(ctx, st, segment.Config{Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +98,14 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 		if err != nil {
 			t.Fatal(err)
 		}
-		src, err := leased.New(keeper, layout, snowflake.Settings{Observer: m})
+		src, err := leased.New(keeper, layout, snowflake.Settings{Observer: obs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		deps.Snowflake, deps.Leases, deps.OwnLease = src, svc, keeper
 	}
-	srv, err := New(Config{AdminToken: adminToken, Metrics: m, Gatherer: reg, HealthInterval: 100 * time.Millisecond}, deps)
+	watch(t, obs, deps, metrics.Sources{})
+	srv, err := New(Config{AdminToken: adminToken, Observer: obs, Metrics: mustMetrics(t, reg), Gatherer: reg, HealthInterval: 100 * time.Millisecond}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

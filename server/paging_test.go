@@ -16,8 +16,7 @@ import (
 func pagingRig(t *testing.T) *rig {
 	t.Helper()
 	rg := newRig(t, nil)
-	frozen := time.Now()
-	rg.srv.act.now = func() time.Time { return frozen } // samples only when a test ages them
+	rg.freeze() // samples only when a test ages them
 	for _, p := range []struct {
 		prefix string
 		n      int
@@ -220,20 +219,6 @@ func TestStatusBusiestFollowsTheRate(t *testing.T) {
 	}
 }
 
-// ageSamples makes the activity's last sample and the metrics' last choice
-// old, so the next request samples again and the next scrape chooses
-// again: no test waits for the clock.
-func (rg *rig) ageSamples() {
-	a := rg.srv.act
-	a.mu.Lock()
-	if !a.at.IsZero() {
-		a.at = a.at.Add(-time.Hour)
-	}
-	a.mu.Unlock()
-	ts := rg.srv.metrics.sources.Load().series
-	ts.mu.Lock()
-	if !ts.at.IsZero() {
-		ts.at = ts.at.Add(-time.Hour)
-	}
-	ts.mu.Unlock()
-}
+// ageSamples moves the frozen clock an hour on, so the next request
+// samples again: no test waits for the clock.
+func (rg *rig) ageSamples() { rg.clock.Load().Add(time.Hour) }

@@ -111,26 +111,26 @@ type tagJSON struct {
 // last when more follow: a client of the time it listed every tag reads
 // page one as it read the list.
 func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request) int {
-	q, err := readPageQuery(r.URL.RawQuery, tagsLimits)
+	q, err := s.readPageQuery(r.URL.RawQuery, tagsLimits)
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	p := s.pageOf(q)
-	out := make([]tagJSON, len(p.rows))
-	for i := range p.rows {
-		snap, _ := s.seg.Snapshot(p.rows[i].AppTag) // zeros for a tag not served here yet
-		out[i] = s.tagListing(p.rows[i], snap.TagStats)
+	p := s.seg.TagPage(q)
+	out := make([]tagJSON, len(p.Tags))
+	for i := range p.Tags {
+		snap, _ := s.seg.Snapshot(p.Tags[i].AppTag) // zeros for a tag not served here yet
+		out[i] = s.tagListing(p.Tags[i], snap.TagStats)
 	}
 	var next *string
-	if p.next != "" {
-		next = &p.next
+	if p.Next != "" {
+		next = &p.Next
 	}
 	return s.sendJSON(w, r, http.StatusOK, struct {
 		envelope
 		Tags  []tagJSON `json:"tags"`
 		Total int       `json:"total"`
 		Next  *string   `json:"next"`
-	}{success, out, p.total, next})
+	}{success, out, p.Total, next})
 }
 
 // tagListing is row t with this instance's figures st, as GET /tags

@@ -41,6 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/frontend"
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -84,11 +85,16 @@ type Config struct {
 	HealthInterval time.Duration
 	// Logger receives request errors and health transitions; nil discards.
 	Logger *slog.Logger
-	// Metrics is where the server counts, and Gatherer what GET /metrics
-	// serves; they come together. main passes the Metrics it gave
-	// segment.Config.Observer and the registry both live on. Leave both nil
-	// and New makes a registry of its own and serves it. Give each Server
-	// its own Metrics.
+	// Observer is the domain's metrics (metrics.New), watching the
+	// allocator (Observer.Watch): GET /status reads its snowflake counts
+	// and IDs buffered, and ranks busiest first by it. Metrics is where
+	// the server counts its requests (NewMetrics), and Gatherer what GET
+	// /metrics serves. The three come together: main passes the Observer
+	// it gave segment.Config.Observer and the registry they all live on.
+	// Leave all three nil and New makes a registry of its own, with an
+	// Observer watching Deps, and serves it. Give each Server its own
+	// Metrics.
+	Observer *metrics.Observer
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
 	// MaxConns caps the open connections (max_conns); 0 means
@@ -99,10 +105,6 @@ type Config struct {
 	// make room; with every one in a request a new connection is answered
 	// 503 (resp_code 3, kind unavailable) and closed. See frontend.Limiter.
 	MaxConns int
-	// MaxTagSeries caps the tags with per-tag metric series of their own
-	// (metrics.max_tag_series); the others are summed under
-	// app_tag="_other" (tagseries.go). 0 means DefaultMaxTagSeries.
-	MaxTagSeries int
 }
 
 // testHandler, when set, wraps the handler of every Server New makes. Only
@@ -122,9 +124,9 @@ type Server struct {
 	// check the ID routes make (allowTag).
 	guard  Guard
 	tokens Tokens
-	// act ranks tags by the IDs they issued lately, for the listings'
-	// busiest first and the metrics' choice of per-tag series.
-	act      *activity
+	// obs ranks tags by the IDs they issued lately, for the listings'
+	// busiest first, and counts snowflake IDs and drifts for /status.
+	obs      *metrics.Observer
 	metrics  *Metrics
 	gatherer prometheus.Gatherer
 	log      *slog.Logger
@@ -161,8 +163,8 @@ type Server struct {
 // the first request, and starts the health checker. Errors: a nil Segments
 // or Store, an OwnLease without Leases, AllocAuth without a Guard, a
 // negative MaxBatch, MaxRange,
-// HealthInterval, MaxConns or MaxTagSeries, or Metrics without Gatherer (or the other
-// way round).
+// HealthInterval or MaxConns, or some but not all of Observer, Metrics
+// and Gatherer.
 func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Segments == nil || deps.Store == nil {
 		return nil, errors.New("server: Deps.Segments and Deps.Store are required")
@@ -173,8 +175,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.AllocAuth && deps.Guard == nil {
 		return nil, errors.New("server: Config.AllocAuth needs Deps.Guard")
 	}
-	if cfg.MaxBatch < 0 || cfg.MaxRange < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 || cfg.MaxTagSeries < 0 {
-		return nil, errors.New("server: MaxBatch, MaxRange, HealthInterval, MaxConns and MaxTagSeries must not be negative")
+	if cfg.MaxBatch < 0 || cfg.MaxRange < 0 || cfg.HealthInterval < 0 || cfg.MaxConns < 0 {
+		return nil, errors.New("server: MaxBatch, MaxRange, HealthInterval and MaxConns must not be negative")
 	}
 	s := &Server{
 		seg:            deps.Segments,
@@ -183,7 +185,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		leases:         deps.Leases,
 		own:            deps.OwnLease,
 		tokens:         deps.Tokens,
-		act:            newActivity(deps.Segments),
+		obs:            cfg.Observer,
 		metrics:        cfg.Metrics,
 		gatherer:       cfg.Gatherer,
 		log:            cfg.Logger,
@@ -199,17 +201,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	switch {
-	case s.metrics == nil && s.gatherer == nil:
-		reg := prometheus.NewRegistry()
-		m, err := NewMetrics(reg)
-		if err != nil {
+	case s.obs == nil && s.metrics == nil && s.gatherer == nil:
+		if err := s.ownMetrics(deps); err != nil {
 			return nil, err
 		}
-		s.metrics, s.gatherer = m, reg
-	case s.metrics == nil || s.gatherer == nil:
-		return nil, errors.New("server: Config.Metrics and Config.Gatherer go together: set both or neither")
+	case s.obs == nil || s.metrics == nil || s.gatherer == nil:
+		return nil, errors.New("server: Config.Observer, Config.Metrics and Config.Gatherer go together: set all three or none")
 	}
-	s.metrics.watch(s.seg, s.act, orDefault(cfg.MaxTagSeries, DefaultMaxTagSeries), s.flake != nil, s.own)
 	s.idsPool.New = func() any {
 		ids := make([]int64, s.count.Max())
 		return &ids
@@ -240,6 +238,25 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	go s.checkStore(ctx)
 	return s, nil
+}
+
+// ownMetrics makes a registry of the server's own, with the domain's
+// metrics watching deps and the server's, for New without them.
+func (s *Server) ownMetrics(deps Deps) error {
+	reg := prometheus.NewRegistry()
+	obs, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
+	src := metrics.Sources{Segments: deps.Segments, Snowflake: deps.Snowflake != nil, Lease: deps.OwnLease}
+	if err := obs.Watch(src); err != nil {
+		return err
+	}
+	if s.metrics, err = NewMetrics(reg); err != nil {
+		return err
+	}
+	s.obs, s.gatherer = obs, reg
+	return nil
 }
 
 // orDefault returns v, or def when v is zero.

@@ -26,6 +26,7 @@ func TestNewErrors(t *testing.T) {
 		{"negative max conns", func(c *Config, _ *Deps) { c.MaxConns = -1 }},
 		{"metrics without gatherer", func(c *Config, _ *Deps) { c.Metrics = mustMetrics(t, prometheus.NewRegistry()) }},
 		{"gatherer without metrics", func(c *Config, _ *Deps) { c.Gatherer = prometheus.NewRegistry() }},
+		{"observer alone", func(c *Config, _ *Deps) { c.Observer = mustObserver(t, prometheus.NewRegistry()) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 // the lease keeper, the drift counters), so a page left open costs the
 // store nothing, and the server what the page holds, with no allocation
 // per tag (BenchmarkStatus), plus at most one pass over every tag a
-// second (activity) for the IDs buffered in all and busiest first.
+// second (metrics.Observer) for the IDs buffered in all and busiest first.
 //
 // The answer is docs/api.md §10's. Every value that counts or names IDs
 // is a JSON string of digits (JavaScript's numbers lose precision above
@@ -39,15 +39,15 @@ var (
 
 // handleStatus serves GET /status (guarded like GET /tags).
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) int {
-	q, err := readPageQuery(r.URL.RawQuery, statusLimits)
+	q, err := s.readPageQuery(r.URL.RawQuery, statusLimits)
 	if err != nil {
 		return s.fail(w, r, err)
 	}
-	p := s.pageOf(q)
+	p := s.seg.TagPage(q)
 	sp := snapPool.Get().(*[]segment.TagSnapshot)
 	snaps := (*sp)[:0]
-	for i := range p.rows {
-		snaps = append(snaps, s.snapshotOf(&p.rows[i]))
+	for i := range p.Tags {
+		snaps = append(snaps, s.snapshotOf(&p.Tags[i]))
 	}
 	bp := statusBodyPool.Get().(*[]byte)
 	body := s.appendStatus((*bp)[:0], time.Now(), &p, snaps)
@@ -112,7 +112,7 @@ func (s *Server) snapshotOf(row *segment.Tag) segment.TagSnapshot {
 
 // appendStatus appends the body of GET /status for page p, whose
 // snapshots are snaps, to b.
-func (s *Server) appendStatus(b []byte, now time.Time, p *page, snaps []segment.TagSnapshot) []byte {
+func (s *Server) appendStatus(b []byte, now time.Time, p *segment.Page, snaps []segment.TagSnapshot) []byte {
 	b = append(b, okPrefix+`,"now":`...)
 	b = appendTime(b, now)
 	b = append(b, `,"status":`...)
@@ -121,7 +121,7 @@ func (s *Server) appendStatus(b []byte, now time.Time, p *page, snaps []segment.
 	b = strconv.AppendBool(b, s.storeOK.Load())
 	b = append(b, `,"draining":`...)
 	b = strconv.AppendBool(b, s.draining.Load())
-	b = appendIntField(b, "buffered", s.act.totalBuffered())
+	b = appendIntField(b, "buffered", s.obs.TotalBuffered())
 	b = s.appendSnowflake(append(b, `,"snowflake":`...), now)
 	b = appendPageFields(b, p)
 	b = append(b, `,"tags":[`...)
@@ -174,13 +174,14 @@ func (s *Server) appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
 func (s *Server) appendSnowflake(b []byte, now time.Time) []byte {
 	b = append(b, `{"enabled":`...)
 	b = strconv.AppendBool(b, s.flake != nil)
-	b = appendIntField(b, "issued", s.metrics.snowflakeIssued.Load())
+	b = appendIntField(b, "issued", s.obs.SnowflakeIssued())
+	drift := s.obs.DriftEvents()
 	b = append(b, `,"drift":{"waited":`...)
-	b = strconv.AppendInt(b, s.metrics.drift.waited.Load(), 10)
+	b = strconv.AppendInt(b, drift.Waited, 10)
 	b = append(b, `,"try_later":`...)
-	b = strconv.AppendInt(b, s.metrics.drift.tryLater.Load(), 10)
+	b = strconv.AppendInt(b, drift.TryLater, 10)
 	b = append(b, `,"too_large":`...)
-	b = strconv.AppendInt(b, s.metrics.drift.tooLarge.Load(), 10)
+	b = strconv.AppendInt(b, drift.TooLarge, 10)
 	b = append(b, `},"lease":`...)
 	if s.own == nil {
 		return append(b, "null}"...)

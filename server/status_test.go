@@ -37,10 +37,10 @@ var digits = regexp.MustCompile(`^-?[0-9]+$`)
 
 func TestStatusShape(t *testing.T) {
 	rg := newRig(t, nil)
-	rg.srv.metrics.Drift(snowflake.DriftWaited, time.Millisecond)
-	rg.srv.metrics.Drift(snowflake.DriftTryLater, 20*time.Millisecond)
-	rg.srv.metrics.Drift(snowflake.DriftTryLater, 30*time.Millisecond)
-	rg.srv.metrics.Issued(3)
+	rg.obs.Drift(snowflake.DriftWaited, time.Millisecond)
+	rg.obs.Drift(snowflake.DriftTryLater, 20*time.Millisecond)
+	rg.obs.Drift(snowflake.DriftTryLater, 30*time.Millisecond)
+	rg.obs.Issued(3)
 
 	got := rg.do(t, "GET", "/status", "", adminAuth...)
 	if got.status != 200 || got.code() != 0.0 {

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"fmt"
@@ -6,38 +6,49 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
 
 // perTagFamilies are the metrics labelled by app_tag.
 var perTagFamilies = []string{"idalloc_ids_issued_total", "idalloc_segment_ids_buffered", "idalloc_segment_step"}
 
-// seriesRig is a rig on n fake tags, tag-0000 issuing 0 IDs up to
+// seriesRig is an Observer on n fake tags, tag-0000 issuing 0 IDs up to
 // tag-<n-1> issuing n-1, with at most max tags having series of their
-// own and a frozen activity clock.
-func seriesRig(t *testing.T, n, max int) *rig {
+// own and a frozen clock.
+type seriesRig struct {
+	obs   *Observer
+	reg   *prometheus.Registry
+	seg   *fakeSegments
+	clock *testclock.Clock
+}
+
+func newSeriesRig(t *testing.T, n, max int) *seriesRig {
 	t.Helper()
-	rg := newRig(t, func(c *Config, _ *Deps) { c.MaxTagSeries = max })
-	frozen := time.Now()
-	rg.srv.act.now = func() time.Time { return frozen }
-	clear(rg.seg.tags)
+	rg := &seriesRig{reg: prometheus.NewRegistry(), seg: newFakeSegments(), clock: testclock.New(time.Now())}
+	var err error
+	if rg.obs, err = New(rg.reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := rg.obs.Watch(Sources{Segments: rg.seg, MaxTagSeries: max, Now: rg.clock.Now}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
-		rg.addTag(fmt.Sprintf("tag-%04d", i), int64(i))
+		rg.seg.setIssued(fmt.Sprintf("tag-%04d", i), int64(i))
 	}
 	return rg
 }
 
-func (rg *rig) addTag(tag string, issued int64) {
-	rg.seg.tagsMu.Lock()
-	rg.seg.tags[tag] = segment.Tag{AppTag: tag, Step: 10}
-	rg.seg.tagsMu.Unlock()
-	rg.seg.setIssued(tag, issued)
-}
+// ageSamples moves the clock an hour on, so the next scrape samples and
+// chooses again: no test waits for the clock.
+func (rg *seriesRig) ageSamples() { rg.clock.Add(time.Hour) }
 
 // perTag is one scrape's per-tag values: family → app_tag → value.
 type perTag map[string]map[string]float64
 
-func scrapePerTag(t *testing.T, rg *rig) perTag {
+func scrapePerTag(t *testing.T, rg *seriesRig) perTag {
 	t.Helper()
 	families, err := rg.reg.Gather() // fails on a series given twice
 	if err != nil {
@@ -73,7 +84,7 @@ func scrapePerTag(t *testing.T, rg *rig) perTag {
 // the values add up to every tag's.
 func TestTagSeriesCapped(t *testing.T) {
 	const n, max = 5000, 100
-	rg := seriesRig(t, n, max)
+	rg := newSeriesRig(t, n, max)
 	got := scrapePerTag(t, rg)
 	for _, fam := range perTagFamilies {
 		if len(got[fam]) != max+1 {
@@ -107,7 +118,7 @@ func TestTagSeriesCapped(t *testing.T) {
 // issued while without series of their own: it never falls.
 func TestTagSeriesMoves(t *testing.T) {
 	const n, max = 500, 10
-	rg := seriesRig(t, n, max)
+	rg := newSeriesRig(t, n, max)
 	other := func(p perTag) float64 { return p["idalloc_ids_issued_total"][otherTag] }
 	first := scrapePerTag(t, rg)
 	if _, ok := first["idalloc_ids_issued_total"]["tag-0499"]; !ok {
@@ -180,7 +191,7 @@ func TestTagSeriesMoves(t *testing.T) {
 // no _other; a tag created later gets one while there is room, and the
 // tags past it are summed.
 func TestTagSeriesRoom(t *testing.T) {
-	rg := seriesRig(t, 5, 8)
+	rg := newSeriesRig(t, 5, 8)
 	p := scrapePerTag(t, rg)
 	if k := len(p["idalloc_segment_step"]); k != 5 {
 		t.Fatalf("%d tags with series, want all 5: %v", k, p["idalloc_segment_step"])
@@ -189,7 +200,7 @@ func TestTagSeriesRoom(t *testing.T) {
 		t.Fatal("_other with every tag shown")
 	}
 	for i := range 5 {
-		rg.addTag(fmt.Sprintf("new-%d", i), 100)
+		rg.seg.setIssued(fmt.Sprintf("new-%d", i), 100)
 	}
 	p = scrapePerTag(t, rg)
 	if k := len(p["idalloc_segment_step"]); k != 9 {
@@ -210,8 +221,8 @@ func TestTagSeriesRoom(t *testing.T) {
 // TestTagNamedOther: a real tag called _other is always summed under
 // _other, never given a series that would repeat the sum's.
 func TestTagNamedOther(t *testing.T) {
-	rg := seriesRig(t, 3, 10)
-	rg.addTag(otherTag, 5)
+	rg := newSeriesRig(t, 3, 10)
+	rg.seg.setIssued(otherTag, 5)
 	p := scrapePerTag(t, rg)
 	if got := p["idalloc_ids_issued_total"][otherTag]; got != 5 {
 		t.Errorf("_other = %v, want the tag _other's 5", got)
@@ -246,6 +257,28 @@ func TestOtherSums(t *testing.T) {
 		}
 		if o.periodLeft != c.left || o.hasPeriod != c.hasPeriod || o.tags != len(c.stats) || o.issued != 3*int64(len(c.stats)) {
 			t.Errorf("%s: %+v, want period left %d (%v)", c.name, o, c.left, c.hasPeriod)
+		}
+	}
+}
+
+// TestPeriodLeft: the gauge's value, and when a tag has none.
+func TestPeriodLeft(t *testing.T) {
+	end := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	dated := segment.TagStats{Format: segment.FormatDated, Period: segment.PeriodStats{Stamp: 20261126, End: end, Left: 42}}
+	for _, c := range []struct {
+		name string
+		st   segment.TagStats
+		now  time.Time
+		want int64
+		ok   bool
+	}{
+		{"in its period", dated, end.Add(-time.Second), 42, true},
+		{"its period ended", dated, end, 0, false},
+		{"before its first ID", segment.TagStats{Format: segment.FormatDated}, end, 0, false},
+		{"sequential", segment.TagStats{Format: segment.FormatSequential}, end, 0, false},
+	} {
+		if got, ok := periodLeft(&c.st, c.now); got != c.want || ok != c.ok {
+			t.Errorf("%s: periodLeft = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"cmp"
@@ -22,10 +22,15 @@ import (
 // than minSampleGap, so a flood of requests costs at most a pass a
 // second. It also sums the IDs buffered over every tag, the figure GET
 // /status heads its page with.
+//
+// It lives here, not in segment, because the metrics' choice of series
+// and the listings share its one rate window: a scrape and a listing in
+// the same second cost one pass, and the series shown are the tags the
+// monitor page lists first.
 type activity struct {
-	seg Segments
-	now func() time.Time // time.Now; tests freeze it
 	mu  sync.Mutex
+	seg Segments         // nil before Observer.Watch
+	now func() time.Time // Sources.Now
 	// since is when counting began (the allocator's counts start near
 	// it), for the first sample's rates; at is the last sample's time.
 	since, at time.Time
@@ -50,13 +55,19 @@ const (
 	rateWindow = 10 * time.Second
 )
 
-func newActivity(seg Segments) *activity {
-	return &activity{seg: seg, now: time.Now, since: time.Now(), tags: map[string]tagActivity{}}
+// watch makes a count from now on seg's tags; until then a has none.
+func (a *activity) watch(seg Segments, now func() time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seg, a.now, a.since, a.tags = seg, now, now(), map[string]tagActivity{}
 }
 
 // sampleLocked takes a sample unless the last is younger than
 // minSampleGap. a.mu must be held.
 func (a *activity) sampleLocked() {
+	if a.seg == nil {
+		return // not watching yet: every tag idle
+	}
 	now := a.now()
 	prev := a.at
 	if prev.IsZero() {
@@ -106,13 +117,22 @@ func busier(x, y busy) int {
 	return strings.Compare(x.tag, y.tag)
 }
 
-// busiest is the page of rows, busiest first, after the tag after (in
-// that order, at its current rank: a tag whose rank changed between
-// two pages may show twice or not at all, as in any live view), of at
-// most limit tags. It samples at most once per minSampleGap, then ranks
-// every row offered, keeping the limit best in a heap: O(m log limit)
-// for m rows, some milliseconds for 100,000 rows and a page of 100.
-func (a *activity) busiest(rows []segment.Tag, after string, limit int) page {
+// Rank implements segment.Ranker: rows busiest first, by the IDs each
+// issued lately (ties by name), after the tag after (at its current
+// rank: a tag whose rank changed between two pages may show twice or not
+// at all, as in any live view), at most limit of them. It samples at
+// most once per minSampleGap, then ranks every row offered, keeping the
+// limit best in a heap: O(m log limit) for m rows, some milliseconds for
+// 100,000 rows and a page of 100. Before Watch every tag ranks as idle.
+func (o *Observer) Rank(rows []segment.Tag, after string, limit int) ([]segment.Tag, bool) {
+	return o.activity.rank(rows, after, limit)
+}
+
+// TotalBuffered is the IDs buffered over every tag, at most a second old
+// (minSampleGap); 0 before Watch.
+func (o *Observer) TotalBuffered() int64 { return o.activity.totalBuffered() }
+
+func (a *activity) rank(rows []segment.Tag, after string, limit int) ([]segment.Tag, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sampleLocked()
@@ -121,7 +141,6 @@ func (a *activity) busiest(rows []segment.Tag, after string, limit int) page {
 		cursor = busy{tag: after, rate: a.tags[after].rate}
 	}
 	top := &topK{k: limit, worse: func(x, y busy) bool { return busier(x, y) > 0 }}
-	p := page{total: len(rows)}
 	more := 0 // rows after the cursor
 	for i := range rows {
 		b := busy{tag: rows[i].AppTag, rate: a.tags[rows[i].AppTag].rate, row: i}
@@ -132,14 +151,11 @@ func (a *activity) busiest(rows []segment.Tag, after string, limit int) page {
 		top.offer(b)
 	}
 	ranked := top.sorted(busier)
-	p.rows = make([]segment.Tag, len(ranked))
+	page := make([]segment.Tag, len(ranked))
 	for i, b := range ranked {
-		p.rows[i] = rows[b.row]
+		page[i] = rows[b.row]
 	}
-	if more > len(ranked) {
-		p.next = ranked[len(ranked)-1].tag
-	}
-	return p
+	return page, more > len(ranked)
 }
 
 // topK keeps the k best of the tags offered to it: a heap whose root is

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"fmt"
@@ -7,15 +7,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/testclock"
 )
 
 // clockedActivity is an activity over the fake's tags on a clock the test
 // moves.
-func clockedActivity(f *fakeSegments) (*activity, *time.Time) {
-	a := newActivity(f)
-	now := a.since
-	a.now = func() time.Time { return now }
-	return a, &now
+func clockedActivity(f *fakeSegments) (*activity, *testclock.Clock) {
+	c := testclock.New(time.Now())
+	a := &activity{}
+	a.watch(f, c.Now)
+	return a, c
 }
 
 // TestActivityRate: a tag's rate follows a steady pace within a window,
@@ -33,7 +35,7 @@ func TestActivityRate(t *testing.T) {
 	}
 	var issued int64
 	for range 60 { // 50 IDs a second for a minute, sampled each second
-		*now = now.Add(time.Second)
+		now.Add(time.Second)
 		issued += 50
 		f.setIssued("steady", issued)
 		rate()
@@ -41,7 +43,7 @@ func TestActivityRate(t *testing.T) {
 	if r := rate(); r < 49.5 || r > 50.5 {
 		t.Errorf("after a minute at 50 IDs/s the rate is %.2f, want 50", r)
 	}
-	*now = now.Add(3 * rateWindow) // idle since, in one sample
+	now.Add(3 * rateWindow) // idle since, in one sample
 	if r := rate(); r > 50*0.05 {
 		t.Errorf("idle for three windows, the rate is %.2f, want under 5%% of 50", r)
 	}
@@ -59,12 +61,12 @@ func TestActivitySampleGap(t *testing.T) {
 		t.Fatalf("buffered %d, want 42", got)
 	}
 	first := a.at
-	f.tags["u"] = f.tags["t"]
-	*now = now.Add(minSampleGap - time.Nanosecond)
+	f.setIssued("u", 0)
+	now.Add(minSampleGap - time.Nanosecond)
 	if got := a.totalBuffered(); got != 42 || a.at != first {
 		t.Errorf("under the gap: buffered %d, sampled at %v; want 42 from the first sample at %v", got, a.at, first)
 	}
-	*now = now.Add(time.Nanosecond)
+	now.Add(time.Nanosecond)
 	if got := a.totalBuffered(); got != 84 {
 		t.Errorf("at the gap: buffered %d, want 84 from a new sample", got)
 	}

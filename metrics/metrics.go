@@ -1,7 +1,16 @@
-package server
+// Package metrics shows the domain's observers as Prometheus series: the
+// segment allocator's fetches, give-backs and waste, the snowflake
+// generators' IDs and clock drifts, the store's lost races, the worker
+// lease, and per tag the IDs issued, buffered and the current step, at
+// most max_tag_series tags with series of their own (docs/api.md §13).
+// It also ranks tags busiest first, by the rate of IDs they issued
+// lately, for every front end's listings. Metric names, labels and help
+// texts are the contract's; the front ends count their own wire.
+package metrics
 
 import (
 	"errors"
+	"iter"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -9,17 +18,21 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
+// namespace is every idalloc metric's first word.
 const namespace = "idalloc"
 
-// Metrics holds idalloc's metrics, registered on the registry given to
-// NewMetrics. It is the segment allocator's Observer (pass it as
+// Observer holds the domain's metrics, registered on the registry given
+// to New. It is the segment allocator's Observer (pass it as
 // segment.Config.Observer), the snowflake generators' Observer (pass it as
-// snowflake.Settings.Observer), and the server's own instrument.
+// snowflake.Settings.Observer) and the store's conflict counter
+// (StoreConflict); once Watch has pointed it at the allocator, it reads
+// the per-tag and lease values at scrape time and ranks the tags for the
+// listings (Rank).
 //
 // Only what an operator reads per tag carries app_tag: IDs issued, IDs
 // buffered and the current step, read from the allocator's stats at scrape
@@ -36,7 +49,7 @@ const namespace = "idalloc"
 // alone would be most of the scrape. The logs name the tag of a failing
 // fetch, and GET /tags shows each tag's IDs given back and wasted.
 //
-// Metric names:
+// Metric names (the front ends add their own: idalloc_http_*, idalloc_resp_*):
 //
 //	idalloc_ids_issued_total{mode="segment",app_tag} / {mode="snowflake"}
 //	idalloc_segment_ids_buffered{app_tag}
@@ -54,15 +67,7 @@ const namespace = "idalloc"
 //	idalloc_snowflake_clock_drift_events_total{outcome="waited|try_later|too_large"}
 //	idalloc_workerlease_left_seconds               this instance's own lease; 0 without one
 //	idalloc_workerlease_info{cluster,worker_id}    1 while it holds a lease
-//	idalloc_http_requests_total{route,code}
-//	idalloc_http_request_duration_seconds{route}
-//	idalloc_http_connections                       open, at most max_conns
-//	idalloc_http_idle_connections                  of those, idle between requests
-//	idalloc_http_incomplete_connections            of those, new, their request's headers incomplete
-//	idalloc_http_idle_connections_closed_total     closed to make room at max_conns
-//	idalloc_http_incomplete_connections_closed_total  closed so, their headers incomplete
-//	idalloc_http_connections_refused_total         refused at max_conns, every one in a request
-type Metrics struct {
+type Observer struct {
 	fetches       prometheus.Counter
 	fetchErrors   prometheus.Counter
 	fetchTimeouts prometheus.Counter
@@ -73,42 +78,79 @@ type Metrics struct {
 	wasted        *prometheus.CounterVec
 
 	driftWaited, driftTryLater, driftTooLarge prometheus.Counter
-	// drift mirrors the three drift counters for the status endpoint,
-	// which reads them per request: an atomic load, not a protobuf Write.
+	// drift mirrors the three drift counters for GET /status, which
+	// reads them per request: an atomic load, not a protobuf Write.
 	drift struct{ waited, tryLater, tooLarge atomic.Int64 }
 
-	http  httpMetrics
-	conns *frontend.Metrics // the connection cap's
-
 	snowflakeIssued atomic.Int64
-	sources         atomic.Pointer[sources]
+	// activity ranks the tags by the IDs they issued lately, for the
+	// listings' busiest first and the choice of per-tag series.
+	activity activity
+	sources  atomic.Pointer[sources]
 }
 
 var (
-	_ segment.Observer   = (*Metrics)(nil)
-	_ snowflake.Observer = (*Metrics)(nil)
+	_ segment.Observer   = (*Observer)(nil)
+	_ snowflake.Observer = (*Observer)(nil)
+	_ segment.Ranker     = (*Observer)(nil)
 )
 
-// sources are what the scrape-time collector reads; the server sets them
-// once it has its dependencies, which are made after the Metrics (the
-// allocator needs the Metrics as its Observer).
-type sources struct {
-	segments  Segments
-	activity  *activity
-	series    *tagSeries
-	snowflake bool
-	own       OwnLease
+// Segments is what the metrics read of segment.Allocator: every tag's
+// figures, one at a time, without asking the store.
+type Segments interface {
+	AllStats() iter.Seq[segment.TagStats]
 }
 
-// NewMetrics makes the metrics and registers them on reg. It fails only when
+// Lease is what the metrics read of workerlease.Keeper: this instance's
+// own lease.
+type Lease interface {
+	Lease() (workerlease.Lease, bool)
+	SecondsLeft(now time.Time) float64
+}
+
+// DefaultMaxTagSeries is Sources.MaxTagSeries when it is 0: the tags with
+// series of their own (metrics.max_tag_series).
+const DefaultMaxTagSeries = 1000
+
+// Sources are what an Observer reads at scrape time and ranks tags by.
+type Sources struct {
+	// Segments is the allocator; required.
+	Segments Segments
+	// MaxTagSeries caps the tags with per-tag series of their own
+	// (metrics.max_tag_series); the others are summed under
+	// app_tag="_other". 0 means DefaultMaxTagSeries.
+	MaxTagSeries int
+	// Snowflake says snowflake mode is on: idalloc_ids_issued_total
+	// then has its mode="snowflake" series.
+	Snowflake bool
+	// Lease is this instance's own worker lease, for the lease metrics;
+	// nil without snowflake mode.
+	Lease Lease
+	// Now is the clock rates and scrapes are read by; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// sources are what the scrape-time collector reads; Watch sets them once
+// the allocator exists, which is made after the Observer (it needs the
+// Observer).
+type sources struct {
+	seg       Segments
+	series    *tagSeries
+	snowflake bool
+	lease     Lease
+	now       func() time.Time
+}
+
+// New makes the metrics and registers them on reg. It fails only when
 // reg already holds metrics of the same names.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+func New(reg prometheus.Registerer) (*Observer, error) {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: "segment", Name: name, Help: help,
 		})
 	}
-	m := &Metrics{
+	o := &Observer{
 		fetches:     counter("fetches_total", "Segment fetches from the store, failed ones included."),
 		fetchErrors: counter("fetch_errors_total", "Segment fetches that failed (the log names the tag)."),
 		fetchTimeouts: counter("fetch_timeouts_total",
@@ -130,32 +172,27 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: namespace, Subsystem: "segment", Name: "ids_wasted_total",
 			Help: "IDs this instance reserved and will never issue (a gap, never a duplicate), counted when it learns of them, by reason: " + wasteReasons() + ".",
 		}, []string{"reason"}),
-		http: httpMetrics{routes: map[string]*routeMetrics{}},
 	}
 	for _, why := range segment.WasteReasons() {
-		m.wasted.WithLabelValues(string(why)) // exists at 0 from the start, for rate()
+		o.wasted.WithLabelValues(string(why)) // exists at 0 from the start, for rate()
 	}
 	drift := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "snowflake", Name: "clock_drift_events_total",
 		Help: "Clock-drift events of the snowflake generator by outcome: waited, try_later, too_large.",
 	}, []string{"outcome"})
-	m.driftWaited = drift.WithLabelValues(string(snowflake.DriftWaited))
-	m.driftTryLater = drift.WithLabelValues(string(snowflake.DriftTryLater))
-	m.driftTooLarge = drift.WithLabelValues(string(snowflake.DriftTooLarge))
+	o.driftWaited = drift.WithLabelValues(string(snowflake.DriftWaited))
+	o.driftTryLater = drift.WithLabelValues(string(snowflake.DriftTryLater))
+	o.driftTooLarge = drift.WithLabelValues(string(snowflake.DriftTooLarge))
 
-	var err error
-	if m.conns, err = frontend.NewMetrics(reg, "http", "max_conns"); err != nil {
-		return nil, err
-	}
 	for _, c := range []prometheus.Collector{
-		m.fetches, m.fetchErrors, m.fetchTimeouts, m.refused, m.conflicts, m.fetchDuration,
-		m.givenBack, m.wasted, drift, stateCollector{m}, &m.http,
+		o.fetches, o.fetchErrors, o.fetchTimeouts, o.refused, o.conflicts, o.fetchDuration,
+		o.givenBack, o.wasted, drift, stateCollector{o},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	return m, nil
+	return o, nil
 }
 
 // wasteReasons lists segment.WasteReasons for the help text, which so
@@ -172,70 +209,99 @@ func wasteReasons() string {
 	return b.String()
 }
 
-// watch points the scrape-time collector at the server's dependencies,
-// with at most maxTagSeries tags having series of their own.
-func (m *Metrics) watch(seg Segments, act *activity, maxTagSeries int, snowflake bool, own OwnLease) {
-	m.sources.Store(&sources{segments: seg, activity: act, series: &tagSeries{max: maxTagSeries},
-		snowflake: snowflake, own: own})
+// Watch points the scrape-time collector and the ranking at src; call it
+// once. Until then a scrape has no per-tag, snowflake-issued or lease
+// series, and Rank and TotalBuffered see no tag busy. It fails on a nil
+// Segments or a negative MaxTagSeries.
+func (o *Observer) Watch(src Sources) error {
+	if src.Segments == nil {
+		return errors.New("metrics: Sources.Segments is required")
+	}
+	if src.MaxTagSeries < 0 {
+		return errors.New("metrics: Sources.MaxTagSeries must not be negative")
+	}
+	if src.Now == nil {
+		src.Now = time.Now
+	}
+	if src.MaxTagSeries == 0 {
+		src.MaxTagSeries = DefaultMaxTagSeries
+	}
+	o.activity.watch(src.Segments, src.Now)
+	o.sources.Store(&sources{seg: src.Segments, series: &tagSeries{max: src.MaxTagSeries},
+		snowflake: src.Snowflake, lease: src.Lease, now: src.Now})
+	return nil
 }
 
 // Fetched implements segment.Observer. A fetch of a tag the store no longer
 // has is not counted: it says nothing about the store's health.
-func (m *Metrics) Fetched(_ string, took time.Duration, err error) {
+func (o *Observer) Fetched(_ string, took time.Duration, err error) {
 	if errors.Is(err, segment.ErrUnknownTag) {
 		return
 	}
-	m.fetches.Inc()
-	m.fetchDuration.Observe(took.Seconds())
+	o.fetches.Inc()
+	o.fetchDuration.Observe(took.Seconds())
 	if err == nil {
 		return
 	}
-	m.fetchErrors.Inc()
+	o.fetchErrors.Inc()
 	if errors.Is(err, segment.ErrFetchTimedOut) {
-		m.fetchTimeouts.Inc()
+		o.fetchTimeouts.Inc()
 	}
 	if errors.Is(err, segment.ErrRewound) {
-		m.refused.Inc()
+		o.refused.Inc()
 	}
 }
 
 // StoreConflict counts a lost race of op; wire it to the store's
 // ObserveConflicts. op comes from the store, never from a request.
-func (m *Metrics) StoreConflict(op string) { m.conflicts.WithLabelValues(op).Inc() }
+func (o *Observer) StoreConflict(op string) { o.conflicts.WithLabelValues(op).Inc() }
 
 // Issued implements snowflake.Observer: the generator reports every ID it
 // issues, whichever front end asked, for
 // idalloc_ids_issued_total{mode="snowflake"}.
-func (m *Metrics) Issued(n int) { m.snowflakeIssued.Add(int64(n)) }
+func (o *Observer) Issued(n int) { o.snowflakeIssued.Add(int64(n)) }
 
 // Drift implements snowflake.Observer: each wait and each refusal, for
 // idalloc_snowflake_clock_drift_events_total.
-func (m *Metrics) Drift(outcome snowflake.DriftOutcome, _ time.Duration) {
+func (o *Observer) Drift(outcome snowflake.DriftOutcome, _ time.Duration) {
 	switch outcome {
 	case snowflake.DriftWaited:
-		m.driftWaited.Inc()
-		m.drift.waited.Add(1)
+		o.driftWaited.Inc()
+		o.drift.waited.Add(1)
 	case snowflake.DriftTryLater:
-		m.driftTryLater.Inc()
-		m.drift.tryLater.Add(1)
+		o.driftTryLater.Inc()
+		o.drift.tryLater.Add(1)
 	case snowflake.DriftTooLarge:
-		m.driftTooLarge.Inc()
-		m.drift.tooLarge.Add(1)
+		o.driftTooLarge.Inc()
+		o.drift.tooLarge.Add(1)
 	}
 }
 
 // GaveBack implements segment.Observer.
-func (m *Metrics) GaveBack(_ string, n int64) { m.givenBack.Add(float64(n)) }
+func (o *Observer) GaveBack(_ string, n int64) { o.givenBack.Add(float64(n)) }
 
 // Wasted implements segment.Observer. why is one of segment.WasteReasons,
 // never request input.
-func (m *Metrics) Wasted(_ string, n int64, why segment.WasteReason) {
-	m.wasted.WithLabelValues(string(why)).Add(float64(n))
+func (o *Observer) Wasted(_ string, n int64, why segment.WasteReason) {
+	o.wasted.WithLabelValues(string(why)).Add(float64(n))
+}
+
+// SnowflakeIssued is the snowflake IDs issued since the start, as
+// idalloc_ids_issued_total{mode="snowflake"} counts them.
+func (o *Observer) SnowflakeIssued() int64 { return o.snowflakeIssued.Load() }
+
+// DriftEvents are the clock-drift events by outcome, as
+// idalloc_snowflake_clock_drift_events_total counts them.
+type DriftEvents struct{ Waited, TryLater, TooLarge int64 }
+
+// DriftEvents returns the clock-drift events since the start.
+func (o *Observer) DriftEvents() DriftEvents {
+	return DriftEvents{o.drift.waited.Load(), o.drift.tryLater.Load(), o.drift.tooLarge.Load()}
 }
 
 // stateCollector reads per-tag and lease values at scrape time, so the ID
 // hot path pays nothing for them.
-type stateCollector struct{ m *Metrics }
+type stateCollector struct{ o *Observer }
 
 var (
 	issuedDesc = prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "ids_issued_total"),
@@ -271,17 +337,17 @@ func (stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
-	src := c.m.sources.Load()
+	src := c.o.sources.Load()
 	if src == nil {
 		return
 	}
-	src.series.collect(ch, src.segments, src.activity, time.Now())
+	src.series.collect(ch, src.seg, &c.o.activity, src.now())
 	if src.snowflake {
-		ch <- prometheus.MustNewConstMetric(issuedDesc, prometheus.CounterValue, float64(c.m.snowflakeIssued.Load()), "snowflake", "")
+		ch <- prometheus.MustNewConstMetric(issuedDesc, prometheus.CounterValue, float64(c.o.snowflakeIssued.Load()), "snowflake", "")
 	}
-	if src.own != nil {
-		ch <- prometheus.MustNewConstMetric(leaseLeftDesc, prometheus.GaugeValue, src.own.SecondsLeft(time.Now()))
-		if l, ok := src.own.Lease(); ok {
+	if src.lease != nil {
+		ch <- prometheus.MustNewConstMetric(leaseLeftDesc, prometheus.GaugeValue, src.lease.SecondsLeft(src.now()))
+		if l, ok := src.lease.Lease(); ok {
 			ch <- prometheus.MustNewConstMetric(leaseInfoDesc, prometheus.GaugeValue, 1, l.Cluster, strconv.FormatInt(l.WorkerID, 10))
 		}
 	}

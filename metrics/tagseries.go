@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"strings"
@@ -45,10 +45,6 @@ import (
 // summed under. A tag of that name is always among them: its own series
 // would be the sum's.
 const otherTag = "_other"
-
-// DefaultMaxTagSeries is Config.MaxTagSeries when it is 0: the tags with
-// series of their own (metrics.max_tag_series).
-const DefaultMaxTagSeries = 1000
 
 // seriesRechoice is how often the set is chosen again: every series a
 // Prometheus has seen costs it memory until its head block is compacted
@@ -175,4 +171,16 @@ func (ts *tagSeries) choose(act *activity) map[string]struct{} {
 		next[b.tag] = struct{}{}
 	}
 	return next
+}
+
+// periodLeft is what the period_ids_left gauge shows of a dated tag's
+// stats: its current period's numbers left, false for another tag, before
+// its first ID, and once its period has ended (the next period's count
+// is not known before its first fetch, and the ended one's would alarm
+// for nothing).
+func periodLeft(st *segment.TagStats, now time.Time) (int64, bool) {
+	if st.Format != segment.FormatDated || st.Period.Stamp == 0 || !now.Before(st.Period.End) {
+		return 0, false
+	}
+	return st.Period.Left, true
 }
