@@ -102,18 +102,19 @@ func TestLimits(t *testing.T) {
 func TestConnectionCap(t *testing.T) {
 	in := start(t, options{cfg: Config{MaxConns: 3}})
 	var conns []*rawConn
-	for range 3 {
+	for i := range 3 {
 		c := dialRaw(t, in.addr)
 		if got := c.send(t, "PING\r\n"); got != "+PONG" {
 			t.Fatalf("PING = %q", got)
 		}
 		conns = append(conns, c)
+		// A client reads its answer before the server's goroutine is back
+		// at reading, where it marks the connection idle: wait for it
+		// before the next, so that they are idle in the order dialled.
+		waitFor(t, "the connection to be idle", func() bool {
+			return gauge(t, in, "idalloc_resp_idle_connections") == float64(i+1)
+		})
 	}
-	// A client reads its answer before the server's goroutine is back at
-	// reading, where it marks the connection idle.
-	waitFor(t, "three idle connections", func() bool {
-		return gauge(t, in, "idalloc_resp_idle_connections") == 3
-	})
 	fourth := dialRaw(t, in.addr)
 	if got := fourth.send(t, "PING\r\n"); got != "+PONG" {
 		t.Errorf("4th connection with three idle: PING = %q, want +PONG", got)
