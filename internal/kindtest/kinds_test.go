@@ -205,13 +205,15 @@ func checkHTTP(t *testing.T, in *instance, r row) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := openapitest.Default()
-	if err != nil {
+	switch spec, err := openapitest.Default(); {
+	case errors.Is(err, openapitest.ErrOff): // the fast tier: not built in
+	case err != nil:
 		t.Fatal(err)
-	}
-	x := openapitest.Exchange{Request: req, RequestBody: []byte(in.expand(r.body)), Status: res.StatusCode, Header: res.Header, Body: raw}
-	if err := spec.Check(x); err != nil {
-		t.Errorf("docs/openapi.yaml does not allow the answer: %v", err)
+	default:
+		x := openapitest.Exchange{Request: req, RequestBody: []byte(in.expand(r.body)), Status: res.StatusCode, Header: res.Header, Body: raw}
+		if err := spec.Check(x); err != nil {
+			t.Errorf("docs/openapi.yaml does not allow the answer: %v", err)
+		}
 	}
 	var body struct {
 		RespCode  *int   `json:"resp_code"`

@@ -1,3 +1,5 @@
+//go:build openapi
+
 package openapitest
 
 import (
