@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/leasestore"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake/leased"
@@ -37,7 +38,7 @@ type wired struct {
 
 // wire builds the parts on st with cfg as run does, and waits until the
 // keeper holds a worker lease.
-func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Registry) wired {
+func wire(t *testing.T, st store.Store, cfg config.Settings, reg *prometheus.Registry) wired {
 	t.Helper()
 	ctx := context.Background()
 	metrics, err := server.NewMetrics(reg)
@@ -49,7 +50,7 @@ func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Regis
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, metrics)
+	leases, keeper, source, err := snowflakeParts(leasestore.Store{Store: st, Layouts: st}, cfg, discard, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestSnowflakeAnswers503UntilLayoutChecked(t *testing.T) {
 	}
 	defer alloc.Close(context.Background())
 	layouts := &downUntil{LayoutRecorder: st}
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: layouts}, cfg, log, nil)
+	leases, keeper, source, err := snowflakeParts(leasestore.Store{Store: st, Layouts: layouts}, cfg, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

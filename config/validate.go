@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
@@ -21,18 +23,18 @@ func (c Config) Validate() (Settings, error) {
 	if c.HTTPAddr == "" {
 		return s, keyErr("http_addr", `must not be empty`)
 	}
-	if c.Driver != "sqlite" && c.Driver != "mysql" && c.Driver != "postgres" {
-		return s, keyErr("driver", `%q is not "sqlite", "mysql" or "postgres"`, c.Driver)
+	if !slices.Contains(drivers.SQL(), c.Driver) {
+		return s, keyErr("driver", `%q is not %s`, c.Driver, drivers.Quoted(drivers.SQL()))
 	}
 	if c.DSN == "" {
 		return s, keyErr("dsn", `must not be empty`)
 	}
 	switch {
-	case c.Lease.Driver != "sql" && c.Lease.Driver != "redis" && c.Lease.Driver != "etcd":
-		return s, keyErr("lease.driver", `%q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
-	case c.Lease.Driver == "sql" && c.Lease.DSN != "":
+	case !slices.Contains(drivers.Lease(), c.Lease.Driver):
+		return s, keyErr("lease.driver", `%q is not %s`, c.Lease.Driver, drivers.Quoted(drivers.Lease()))
+	case c.Lease.Driver == drivers.LeaseSQL && c.Lease.DSN != "":
 		return s, keyErr("lease.dsn", `must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
-	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
+	case c.Lease.Driver != drivers.LeaseSQL && c.Lease.DSN == "":
 		return s, keyErr("lease.dsn", `must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
 	}
 	if c.MaxBatch < 1 || c.MaxBatch > segment.MaxMaxBatch {
