@@ -6,33 +6,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/idalloc/idalloc/buildinfo"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/store/storetest"
 )
-
-// TestBuildStamp: what the linker sets wins; without it the build's own
-// stamp, else "(devel)" and "unknown" (a test binary has no VCS stamp).
-func TestBuildStamp(t *testing.T) {
-	defer func(v, r string) { version, revision = v, r }(version, revision)
-
-	version, revision = "", ""
-	if got := readBuildStamp(); got.Version == "" || got.Revision == "" || got.GoVersion != runtime.Version() {
-		t.Errorf("without -X: %+v, want a version, a revision and %s", got, runtime.Version())
-	}
-	version, revision = "v1.2.3", "0123abcd"
-	got := readBuildStamp()
-	if want := (buildStamp{"v1.2.3", "0123abcd", runtime.Version()}); got != want {
-		t.Errorf("with -X: %+v, want %+v", got, want)
-	}
-	if want := "idalloc v1.2.3 (revision 0123abcd, " + runtime.Version() + ")"; got.String() != want {
-		t.Errorf("-version line %q, want %q", got.String(), want)
-	}
-}
 
 // TestVersionFlag builds the binary as the Dockerfile does, with a version
 // and revision from -ldflags -X, and runs it with -version.
@@ -61,10 +42,7 @@ func TestScrapeIsClean(t *testing.T) {
 	promtool, promErr := exec.LookPath("promtool")
 	for _, d := range storetest.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
-			st, ok := d.Open(t).(dataStore)
-			if !ok {
-				t.Fatalf("the %s store is not a dataStore", d.Name)
-			}
+			st := d.Open(t)
 			c := config.Default()
 			c.Driver = d.Name
 			cfg, err := c.Validate()
@@ -83,7 +61,7 @@ func TestScrapeIsClean(t *testing.T) {
 			}
 			scrape := serveGet(srv, "/metrics").Body.String()
 
-			b := readBuildStamp()
+			b := buildinfo.Read(version, revision)
 			for _, want := range []*regexp.Regexp{
 				regexp.MustCompile(`(?m)^idalloc_build_info\{goversion="` + regexp.QuoteMeta(b.GoVersion) +
 					`",revision="` + regexp.QuoteMeta(b.Revision) + `",version="` + regexp.QuoteMeta(b.Version) + `"\} 1$`),

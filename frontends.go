@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/access"
+	"github.com/idalloc/idalloc/buildinfo"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/metrics"
@@ -14,6 +15,7 @@ import (
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
 	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -24,7 +26,7 @@ type parts struct {
 	alloc   *segment.Allocator
 	guard   *access.Guard
 	admin   *access.Admin
-	store   dataStore
+	store   store.Store
 	leases  *workerlease.Service
 	keeper  *workerlease.Keeper
 	source  *leased.Source
@@ -34,22 +36,41 @@ type parts struct {
 	log     *slog.Logger
 }
 
+// others are the front ends beside HTTP, each served when its address key
+// is set: a new front end is its package, its config keys and one entry.
+var others = []struct {
+	name, key string
+	addr      func(config.Settings) string
+	build     func(config.Settings, parts) (frontend.Server, error)
+}{
+	{"resp", "resp_addr", func(c config.Settings) string { return c.RespAddr }, newRESP},
+}
+
+// addrs are the addresses run listens on (frontend.Listen): HTTP's, and
+// each other front end's.
+func addrs(cfg config.Settings) []frontend.Addr {
+	as := []frontend.Addr{{Name: "http", Key: cfg.Origin("http_addr"), Addr: cfg.HTTPAddr}}
+	for _, o := range others {
+		as = append(as, frontend.Addr{Name: o.name, Key: cfg.Origin(o.key), Addr: o.addr(cfg)})
+	}
+	return as
+}
+
 // frontEnds points the metrics at what the front ends serve, and builds a
-// front end for each listener open (frontend.Listen): HTTP always, the
-// Redis protocol when resp_addr is set. A new front end is one more
-// address in run and one more entry here. The HTTP server is also
-// returned for its Close, which stops its store health checker.
+// front end for each listener open: HTTP always, each other when its
+// address is set. The HTTP server is also returned for its Close, which
+// stops its store health checker.
 func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend.Front, *server.Server, error) {
 	deps := server.Deps{Segments: p.alloc, Store: p.store, Leases: p.leases, Tokens: p.admin}
-	respDeps := resp.Deps{Segments: p.alloc, Audit: p.admin}
 	watched := metrics.Sources{Segments: p.alloc, MaxTagSeries: cfg.Metrics.MaxTagSeries}
 	if p.guard != nil { // not a nil *Guard in an interface
-		deps.Guard, respDeps.Guard = p.guard, p.guard
+		deps.Guard = p.guard
 	}
 	if p.keeper != nil {
-		deps.Snowflake, respDeps.Snowflake = p.source, p.source
-		own := ownLease{p.keeper, p.source}
-		deps.OwnLease, deps.Leases = own, layoutLeases{p.leases, p.source.Layout()}
+		deps.Snowflake = p.source
+		own := leased.OwnLease{Keeper: p.keeper, Source: p.source}
+		deps.OwnLease = own
+		deps.Leases = leased.LayoutLeases{Service: p.leases, Layout: p.source.Layout()}
 		watched.Snowflake, watched.Lease = true, own
 	}
 	if err := p.metrics.Watch(watched); err != nil {
@@ -67,29 +88,42 @@ func frontEnds(cfg config.Settings, lns frontend.Listeners, p parts) ([]frontend
 		return nil, nil, err
 	}
 	fronts := []frontend.Front{{Name: "http", Server: srv, Listener: lns["http"]}}
-	if ln := lns["resp"]; ln != nil {
-		respSrv, err := newRESP(cfg, respDeps, p)
-		if err != nil {
-			_ = srv.Close()
-			return nil, nil, err
+	for _, o := range others {
+		if ln := lns[o.name]; ln != nil {
+			s, err := o.build(cfg, p)
+			if err != nil {
+				_ = srv.Close()
+				return nil, nil, err
+			}
+			fronts = append(fronts, frontend.Front{Name: o.name, Server: s, Listener: ln})
 		}
-		fronts = append(fronts, frontend.Front{Name: "resp", Server: respSrv, Listener: ln})
 	}
 	return fronts, srv, nil
 }
 
 // newRESP builds the Redis-protocol front end, its metrics on p's registry.
-func newRESP(cfg config.Settings, deps resp.Deps, p parts) (*resp.Server, error) {
+func newRESP(cfg config.Settings, p parts) (frontend.Server, error) {
+	deps := resp.Deps{Segments: p.alloc, Audit: p.admin}
+	if p.guard != nil {
+		deps.Guard = p.guard
+	}
+	if p.keeper != nil {
+		deps.Snowflake = p.source
+	}
 	m, err := resp.NewMetrics(p.reg)
 	if err != nil {
 		return nil, err
 	}
-	return resp.New(resp.Config{
+	s, err := resp.New(resp.Config{
 		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch,
 		MaxConns: cfg.RespMaxConns, IdleTimeout: cfg.RespIdleTimeout.Duration(), CommandTimeout: cfg.RespCommandTimeout.Duration(),
 		MaxPending: cfg.RespMaxPending, MaxPendingTotal: cfg.RespMaxPendingTotal,
-		Version: readBuildStamp().Version, Logger: p.log, Metrics: m,
+		Version: buildinfo.Read(version, revision).Version, Logger: p.log, Metrics: m,
 	}, deps)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // logServing says where the instance serves, once it is about to.
@@ -105,16 +139,10 @@ func logServing(log *slog.Logger, cfg config.Settings, lns frontend.Listeners) {
 
 // handBack is what the stop hands back once the front ends have answered
 // their last request: the unused segment IDs, and the worker lease with
-// the last timestamp used.
-//
-// A second signal skips it (frontend.WatchSignals), which is safe by
-// construction: nothing is served before the store has recorded it as
-// taken (a segment range after its max_id compare-and-set committed, a
-// snowflake timestamp after a lease renewal reserved it), so exiting early
-// loses only what the hand-back would have returned: the unused rest of
-// the segments, a gap in the sequence, and the worker ID, which the
-// lease's TTL frees by the store's clock. That is what kill -9 does, and
-// guarantee 1 holds across kill -9.
+// the last timestamp used. A second signal skips it (frontend.WatchSignals)
+// as kill -9 does, safely: nothing is served before the store recorded it
+// as taken, so exiting early loses only a gap in the sequence and the
+// worker ID until its TTL frees it by the store's clock.
 func handBack(alloc *segment.Allocator, keeper *workerlease.Keeper, source *leased.Source) []func(context.Context) error {
 	fs := []func(context.Context) error{alloc.Close}
 	if keeper != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
+	"github.com/idalloc/idalloc/leasestore"
 	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
@@ -122,7 +123,7 @@ func serveBoth(t *testing.T) (frontend.Listeners, *prometheus.Registry) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases, _, _, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, obs)
+	leases, _, _, err := snowflakeParts(leasestore.Store{Store: st, Layouts: st}, cfg, discard, obs)
 	if err != nil {
 		t.Fatal(err)
 	}

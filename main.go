@@ -14,8 +14,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/idalloc/idalloc/buildinfo"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
+	"github.com/idalloc/idalloc/gcpace"
+	"github.com/idalloc/idalloc/leasestore"
 	"github.com/idalloc/idalloc/migrate/cmd"
 )
 
@@ -39,11 +42,11 @@ func main() {
 
 // migrateMain and advanceMain run the tools (package migrate/cmd) on this
 // process's output and environment; advance gets the lease stores through
-// main, which alone imports their adapters.
+// main (leasestore), as the tools import no lease adapter.
 func migrateMain(args []string) error { return cmd.Migrate(args, os.Stdout, os.Stderr) }
 
 func advanceMain(args []string) error {
-	return cmd.Advance(args, os.Stdout, os.Stderr, os.Environ(), advanceLeases)
+	return cmd.Advance(args, os.Stdout, os.Stderr, os.Environ(), leasestore.ForAdvance)
 }
 
 func run(args []string) error {
@@ -55,7 +58,7 @@ func run(args []string) error {
 		return err
 	}
 	if flags.Version {
-		fmt.Println(readBuildStamp())
+		fmt.Println(buildinfo.Read(version, revision))
 		return nil
 	}
 	cfg, err := config.Load(flags.ConfigPath, flags.ConfigRequired, os.Environ())
@@ -67,7 +70,7 @@ func run(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if os.Getenv("GOGC") == "" {
-		defer paceGC()() // gcpace.go
+		defer gcpace.Start()()
 	}
 
 	// ctx ends at the first SIGINT/SIGTERM (cause frontend.ErrStopSignal),
@@ -79,9 +82,7 @@ func run(args []string) error {
 	defer frontend.WatchSignals(ctx, cancel, cfg.ShutdownTimeout.Duration(), log)()
 
 	// Listen first: a taken port fails before a lease or a segment is held.
-	lns, err := frontend.Listen(
-		frontend.Addr{Name: "http", Key: cfg.Origin("http_addr"), Addr: cfg.HTTPAddr},
-		frontend.Addr{Name: "resp", Key: cfg.Origin("resp_addr"), Addr: cfg.RespAddr})
+	lns, err := frontend.Listen(addrs(cfg)...) // frontends.go
 	if err != nil {
 		return err
 	}

@@ -8,45 +8,27 @@ import (
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/leasestore"
 	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
-	"github.com/idalloc/idalloc/workerlease"
 )
 
-// dataStore is what a store driver provides to main.
-type dataStore interface {
-	segment.Store
-	segment.RegionStore
-	workerlease.Store
-	access.Store
-	leased.LayoutRecorder
-	ObserveConflicts(func(op string))
-	Close() error
-}
-
 // notWaiting is added to the error of a database that does not answer at
-// start. idalloc does not wait for it: the start fails at once (within the
-// store's 3 s dial timeout) and the exit status lets a supervisor start it
-// again (compose's restart: unless-stopped, systemd's Restart=on-failure,
-// Kubernetes), rather than an instance sit unready for a wait of its own.
+// start: the start fails at once (the store's 3 s dial timeout) and a
+// supervisor (compose, systemd, Kubernetes) starts idalloc again.
 const notWaiting = "idalloc does not wait for the database at start: start it first, or let a supervisor restart idalloc"
 
 // startStore opens the configured store once, logging what -init-schema
-// changed. The error names the database's host and name (the store's
-// errors never carry the password) and says what to do (see
-// store.OpenError): for a malformed dsn, its form; for refused
-// credentials, fix the dsn (named by where it came from); for a database
-// that does not exist, the statement that creates it; for missing or
-// outdated tables, the statement or flag that fixes them (the store says
-// it); for a database that does not answer, that it was not retried. Only
-// the last is one a restart may cure (store.NeedsOperator). A SQLite file
-// another process holds open refuses the start, before this one opens it
-// (store.CheckSQLiteFree).
-func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (dataStore, error) {
-	if cfg.Driver == "sqlite" {
+// changed. Its error names the database and says what to do
+// (store.OpenError); only a database that does not answer is one a
+// restart may cure (store.NeedsOperator). An embedded store's file that
+// another process holds open refuses the start (store.CheckSQLiteFree).
+func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *slog.Logger) (store.Store, error) {
+	d, _ := store.DriverNamed(cfg.Driver)
+	if d.Embedded {
 		if err := store.CheckSQLiteFree(cfg.DSN); err != nil {
 			return nil, fmt.Errorf("%s: %w", cfg.Origin("dsn"), err)
 		}
@@ -58,11 +40,11 @@ func startStore(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	}})
 	switch {
 	case err == nil:
-		if initSchema && cfg.Driver != "sqlite" && !changed {
+		if initSchema && !d.Embedded && !changed {
 			log.Info("init-schema: the schema was complete; nothing changed", "driver", cfg.Driver)
 		}
 		return st, nil
-	case cfg.Driver != "sqlite" && ctx.Err() == nil && !store.NeedsOperator(err):
+	case !d.Embedded && ctx.Err() == nil && !store.NeedsOperator(err):
 		return nil, fmt.Errorf("%w (%s)", err, notWaiting)
 	}
 	return nil, store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
@@ -96,7 +78,7 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 			"region_count", region.Count, "region_id", region.ID)
 	}
 	p = parts{store: st, log: log}
-	if p.reg, err = newRegistry(st, cfg.Driver); err != nil { // buildinfo.go
+	if p.reg, err = newRegistry(st, cfg.Driver); err != nil {
 		return p, closeAll, err
 	}
 	if p.metrics, err = metrics.New(p.reg); err != nil {
@@ -122,23 +104,21 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	if p.admin, err = access.NewAdmin(st, segment.ValidTag, p.guard, cfg.AdminToken); err != nil {
 		return p, closeAll, err
 	}
-	ls, closeLeaseStore, err := openLeaseStore(st, cfg.Lease)
+	ls, err := leasestore.Open(st, cfg.Lease.Driver, cfg.Lease.DSN)
 	if err != nil {
 		return p, closeAll, err
 	}
-	closers = append(closers, closeLeaseStore)
-	ls.warnPersistence(ctx, log)
-	p.layouts = ls.layout
+	closers = append(closers, ls.Close)
+	ls.WarnPersistence(ctx, log)
+	p.layouts = ls.Layouts
 	p.leases, p.keeper, p.source, err = snowflakeParts(ls, cfg, log, p.metrics)
 	return p, closeAll, err
 }
 
-// startGuard builds the per-tag token guard (docs/api.md §12), reloading the
-// tokens every segment.tag_refresh. With alloc_auth on, a guard that
-// cannot load the tokens stops the start (a database without
-// alloc_tokens names -init-schema). With it off the guard only lets RESP's
-// AUTH take a tag token ahead of alloc_auth being turned on, so a failure
-// is a warning and no guard: AUTH then takes admin_token alone.
+// startGuard builds the per-tag token guard (docs/api.md §12). With
+// alloc_auth on, tokens that cannot be loaded stop the start; with it off
+// the guard only lets RESP's AUTH take a tag token, so a failure is a
+// warning and no guard: AUTH then takes admin_token alone.
 func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *slog.Logger) (*access.Guard, error) {
 	g, err := access.NewGuard(ctx, st, access.Config{Refresh: cfg.Segment.TagRefresh.Duration(), Logger: log})
 	switch {
@@ -155,24 +135,18 @@ func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *
 }
 
 // checkAdminToken refuses an admin_token that a per-tag token has as its
-// secret (docs/api.md §15): POST /tokens refuses to make one, but idalloc
-// migrate, which reads no config, may have imported a Tinyid token equal
-// to it, or admin_token was set to one since. Its holders would have
-// admin rights, so the fix is another admin_token; the tag token stays.
+// secret (access.TokenWithSecret): idalloc migrate may have imported such
+// a Tinyid token. The fix is another admin_token; the tag token stays.
 func checkAdminToken(ctx context.Context, cfg config.Settings, st access.Store) error {
 	if cfg.AdminToken == "" {
 		return nil
 	}
-	toks, err := st.Tokens(ctx)
-	if err != nil {
+	switch name, found, err := access.TokenWithSecret(ctx, st, cfg.AdminToken); {
+	case err != nil:
 		return fmt.Errorf("check admin_token against the per-tag tokens: %w", err)
-	}
-	hash := access.HashToken(cfg.AdminToken)
-	for _, t := range toks {
-		if t.Hash == hash {
-			return fmt.Errorf("%s: the per-tag token %q has it as its secret, so its holders would have admin rights: choose another admin_token",
-				cfg.Origin("admin_token"), t.Name)
-		}
+	case found:
+		return fmt.Errorf("%s: the per-tag token %q has it as its secret, so its holders would have admin rights: choose another admin_token",
+			cfg.Origin("admin_token"), name)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func TestSnowflakeCountedWhicheverFrontEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := wire(t, st.(dataStore), cfg, prometheus.NewRegistry())
+	w := wire(t, st, cfg, prometheus.NewRegistry())
 	srv, source := w.srv, w.source
 	log := slog.New(slog.DiscardHandler)
 	respSrv, err := resp.New(resp.Config{Logger: log}, resp.Deps{Segments: w.alloc, Snowflake: source})

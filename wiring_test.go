@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/leasestore"
 	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/server"
@@ -38,7 +39,7 @@ type wired struct {
 
 // wire builds the parts on st with cfg as run does, and waits until the
 // keeper holds a worker lease.
-func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Registry) wired {
+func wire(t *testing.T, st store.Store, cfg config.Settings, reg *prometheus.Registry) wired {
 	t.Helper()
 	ctx := context.Background()
 	obs, err := metrics.New(reg)
@@ -50,7 +51,7 @@ func wire(t *testing.T, st dataStore, cfg config.Settings, reg *prometheus.Regis
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = alloc.Close(ctx) })
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: st}, cfg, discard, obs)
+	leases, keeper, source, err := snowflakeParts(leasestore.Store{Store: st, Layouts: st}, cfg, discard, obs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestSnowflakeAnswers503UntilLayoutChecked(t *testing.T) {
 	}
 	defer alloc.Close(context.Background())
 	layouts := &downUntil{LayoutRecorder: st}
-	leases, keeper, source, err := snowflakeParts(leaseStore{Store: st, layout: layouts}, cfg, log, nil)
+	leases, keeper, source, err := snowflakeParts(leasestore.Store{Store: st, Layouts: layouts}, cfg, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

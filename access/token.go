@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -125,3 +126,21 @@ func validSecret(s string) bool {
 // (package naming), so that a name is safe in a URL path (DELETE
 // /tokens/{name}), a log line and SQL alike.
 func ValidName(s string) bool { return naming.Valid(s) }
+
+// TokenWithSecret returns the name of the per-tag token st keeps whose
+// secret is secret, and false when none has it. An admin_token must be no
+// tag token's secret (docs/api.md §15), or that token's holders would have
+// admin rights.
+func TokenWithSecret(ctx context.Context, st Store, secret string) (string, bool, error) {
+	toks, err := st.Tokens(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	hash := HashToken(secret)
+	for _, t := range toks {
+		if t.Hash == hash {
+			return t.Name, true, nil
+		}
+	}
+	return "", false, nil
+}

@@ -61,3 +61,27 @@ func TestMadeSecrets(t *testing.T) {
 		seen[secret] = true
 	}
 }
+
+// TestTokenWithSecret: the token whose secret it is, none for another
+// secret, and the store's error when it cannot list them.
+func TestTokenWithSecret(t *testing.T) {
+	st := newMemStore()
+	if err := st.CreateToken(t.Context(), access.StoredToken{Name: "svc", Hash: access.HashToken("s3cret")}, access.Entry{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		secret, want string
+		found        bool
+	}{
+		{"s3cret", "svc", true},
+		{"other", "", false},
+	} {
+		if name, found, err := access.TokenWithSecret(t.Context(), st, c.secret); err != nil || name != c.want || found != c.found {
+			t.Errorf("TokenWithSecret(%q) = %q, %v, %v; want %q, %v", c.secret, name, found, err, c.want, c.found)
+		}
+	}
+	st.setDown(true)
+	if _, _, err := access.TokenWithSecret(t.Context(), st, "s3cret"); err == nil {
+		t.Error("TokenWithSecret with the store down: no error")
+	}
+}

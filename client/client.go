@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/naming"
 )
 
 // Client hands out idalloc IDs from local buffers. It is safe for
@@ -214,7 +214,7 @@ func (c *Client) untrack(k *Keeper) {
 
 // newTag returns the buffer of a tag seen for the first time.
 func (c *Client) newTag(tag string) (*buffer, error) {
-	if !segment.ValidTag(tag) {
+	if !naming.Valid(tag) {
 		return nil, ErrInvalidTag
 	}
 	c.tagsMu.Lock()

@@ -9,20 +9,18 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/idalloc/idalloc/segment"
 )
 
 // Defaults of Config.
 const (
 	// DefaultMaxBatch is the server's own default max_batch.
-	DefaultMaxBatch = segment.DefaultMaxBatch
+	DefaultMaxBatch = 1000
 	// MaxMaxBatch is the largest max_batch a server accepts.
-	MaxMaxBatch = segment.MaxMaxBatch
+	MaxMaxBatch = 100_000
 	// DefaultMaxRange is the server's own default max_range.
-	DefaultMaxRange = segment.DefaultMaxRange
+	DefaultMaxRange = 1_000_000
 	// MaxMaxRange is the largest max_range a server accepts.
-	MaxMaxRange = segment.MaxMaxRange
+	MaxMaxRange = 100_000_000
 	// DefaultSnowflakeMaxAge bounds the age of a buffered snowflake ID.
 	DefaultSnowflakeMaxAge = time.Second
 	// DefaultDatedMaxAge bounds the age of a buffered ID of a dated tag

@@ -6,10 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/segment/dated"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -41,36 +38,41 @@ var (
 	ErrLeaseLost = errors.New("worker lease lost")
 )
 
-// Sentinels shared with the domain packages: the same values, so errors.Is
-// matches either name, and the same words the server sends. The lease
-// sentinels carry the names of the workerid library (libx.net/workerid).
+// Sentinels shared with the domain packages: errors.Is matches either name,
+// and each says the words the server sends. The tag sentinels are the
+// allocator's (segment, segment/dated) and the access guard's by kind,
+// field and words (domainError), since the client imports neither; the
+// lease sentinels are workerlease's values and carry the names of the
+// workerid library (libx.net/workerid).
 var (
 	// ErrInvalidTag: a tag outside ^[A-Za-z0-9_.:-]{1,64}$; refused before
 	// any request.
-	ErrInvalidTag error = segment.ErrInvalidTag
+	ErrInvalidTag error = sameAs(errs.BadRequest, "app_tag", "must match ^[A-Za-z0-9_.:-]{1,64}$")
 	// ErrUnknownTag: resp_code 2, no such app_tag (create it with POST /tags).
-	ErrUnknownTag error = segment.ErrUnknownTag
+	ErrUnknownTag error = sameAs(errs.UnknownTag, "app_tag", "unknown app_tag: create it first (POST /tags, or HSET over RESP)")
 	// ErrExhausted: resp_code 10 on /alloc, the tag's ID space is used up.
-	ErrExhausted error = segment.ErrExhausted
+	ErrExhausted error = sameAs(errs.Exhausted, "app_tag", "app_tag ID space exhausted")
 	// ErrPeriodExhausted: resp_code 10 of kind period_exhausted on /alloc,
 	// a dated tag's current period has no number left (docs/api.md §11); the
 	// *Error's RetryAfter says when the next one begins.
-	ErrPeriodExhausted error = dated.ErrPeriodExhausted
+	ErrPeriodExhausted error = sameAs(errs.PeriodExhausted, "app_tag", "this period's numbers are all issued: "+
+		"retry when the next period begins, or create a tag with a longer length")
 	// ErrForbidden: resp_code 7 of kind forbidden, an ID call whose
 	// Config.Token is not allowed the tag (docs/api.md §12). It is also
 	// ErrUnauthorized.
-	ErrForbidden error = access.ErrForbidden
+	ErrForbidden error = sameAs(errs.Forbidden, "token", "this token is not allowed this app_tag")
 	// ErrTextOnly: Next or NextN on a tag whose IDs are text (a dated tag
 	// with a prefix or a separator); NextText and NextTextN serve them. No
 	// ID is used up by the refusal.
-	ErrTextOnly error = segment.ErrTextOnly
+	ErrTextOnly error = sameAs(errs.BadRequest, "app_tag", "this tag's IDs are text, not numbers (a dated tag with a prefix or a separator): "+
+		"ask for them as text (id_str; NextText in Go)")
 	// ErrBatchTooLarge: resp_code 1 naming count with "left": the instance
 	// has fewer IDs of the tag left than a fetch asked for (a bounded
 	// format's end, or a dated tag's period's), and took none; the
 	// *Error's Left says how many it has. The fetch asks again at once for
 	// that many, so a caller sees it only from an instance that refuses a
 	// count it says it has.
-	ErrBatchTooLarge error = segment.ErrBatchTooLarge
+	ErrBatchTooLarge error = sameAs(errs.BadRequest, "count", "more than this tag has left on this instance")
 
 	// ErrNoAvailableID: resp_code 5, every worker ID of the cluster is held.
 	ErrNoAvailableID error = workerlease.ErrNoWorkerID
@@ -88,6 +90,27 @@ var (
 	// released).
 	ErrNotAssigned error = workerlease.ErrNotAssigned
 )
+
+// domainError is a sentinel of a domain package the client does not import,
+// by its kind, field and words: errors.Is matches the domain's own
+// sentinel, and errs.KindOf reads its kind.
+type domainError struct{ e *errs.Error }
+
+func sameAs(kind errs.Kind, field, reason string) *domainError {
+	return &domainError{errs.E(kind, field, reason, nil)}
+}
+
+func (d *domainError) Error() string { return d.e.Error() }
+
+// Unwrap returns the *errs.Error of d's kind, field and words.
+func (d *domainError) Unwrap() error { return d.e }
+
+// Is reports whether target is the domain's sentinel of d's kind, field
+// and words.
+func (d *domainError) Is(target error) bool {
+	t, ok := target.(*errs.Error)
+	return ok && t.Kind == d.e.Kind && t.Field == d.e.Field && t.Reason == d.e.Reason
+}
 
 // Error is an idalloc instance's answer that is not a success: its
 // resp_code, HTTP status and message, in the server's words. It unwraps to

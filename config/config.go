@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/frontend"
-	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -58,17 +58,17 @@ type Config struct {
 	RespIdleTimeout Duration `json:"resp_idle_timeout" min:"1s"`
 	// RespCommandTimeout bounds a RESP command once begun: a connection
 	// whose command is still incomplete so long after its first bytes is
-	// answered an error and closed. See resp.DefaultCommandTimeout. Below
-	// a second a client on a slow link could be cut while sending a large
-	// command.
+	// answered an error and closed. See frontend.DefaultCommandTimeout.
+	// Below a second a client on a slow link could be cut while sending a
+	// large command.
 	RespCommandTimeout Duration `json:"resp_command_timeout" min:"1s"`
 	// RespMaxPending caps, in bytes, the answers a RESP connection may have
 	// waiting for its client to read them; past it the connection is
-	// closed. See resp.DefaultMaxPending.
+	// closed. See frontend.DefaultMaxPending.
 	RespMaxPending int `json:"resp_max_pending"`
 	// RespMaxPendingTotal caps, in bytes, those answers across all RESP
 	// connections; past it the connection holding the most is closed. See
-	// resp.DefaultMaxPendingTotal.
+	// frontend.DefaultMaxPendingTotal.
 	RespMaxPendingTotal int64    `json:"resp_max_pending_total"`
 	ShutdownDrain       Duration `json:"shutdown_drain"`
 	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
@@ -212,16 +212,16 @@ func (s Settings) Origin(key string) string { return s.sources.origin(key) }
 func Default() Config {
 	return Config{
 		HTTPAddr:            ":8880",
-		Driver:              "sqlite",
+		Driver:              drivers.SQLite,
 		DSN:                 "idalloc.db",
 		MaxBatch:            segment.DefaultMaxBatch,
 		MaxRange:            segment.DefaultMaxRange,
 		MaxConns:            frontend.DefaultMaxConns,
 		RespMaxConns:        frontend.DefaultMaxConns,
 		RespIdleTimeout:     durationOf(DefaultRespIdleTimeout),
-		RespCommandTimeout:  durationOf(resp.DefaultCommandTimeout.String()),
-		RespMaxPending:      resp.DefaultMaxPending,
-		RespMaxPendingTotal: resp.DefaultMaxPendingTotal,
+		RespCommandTimeout:  durationOf(frontend.DefaultCommandTimeout.String()),
+		RespMaxPending:      frontend.DefaultMaxPending,
+		RespMaxPendingTotal: frontend.DefaultMaxPendingTotal,
 		ShutdownDrain:       durationOf("5s"),
 		ShutdownTimeout:     durationOf(DefaultShutdownTimeout),
 		Segment:             SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: durationOf("10s")},
@@ -229,7 +229,7 @@ func Default() Config {
 			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: durationOf("30s"), MaxDriftBlock: durationOf("10ms"), MaxDriftError: durationOf("1s"),
 		},
-		Lease:   LeaseConfig{Driver: "sql"},
+		Lease:   LeaseConfig{Driver: drivers.LeaseSQL},
 		Dated:   DatedConfig{MaxClockSkew: durationOf(segment.DefaultMaxClockSkew.String())},
 		Region:  RegionConfig{Count: 1},
 		Metrics: MetricsConfig{MaxTagSeries: DefaultMaxTagSeries},

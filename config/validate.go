@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/errs"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
@@ -53,8 +55,8 @@ func checkListeners(c Config) error {
 
 // checkDriver checks that driver names a SQL store.
 func checkDriver(c Config) error {
-	if c.Driver != "sqlite" && c.Driver != "mysql" && c.Driver != "postgres" {
-		return keyErr("driver", `%q is not "sqlite", "mysql" or "postgres"`, c.Driver)
+	if !slices.Contains(drivers.SQL(), c.Driver) {
+		return keyErr("driver", `%q is not %s`, c.Driver, drivers.Quoted(drivers.SQL()))
 	}
 	return nil
 }
@@ -70,11 +72,11 @@ func checkStore(c Config) error {
 // checkLeaseStore checks where worker-ID leases are kept.
 func checkLeaseStore(c Config) error {
 	switch {
-	case c.Lease.Driver != "sql" && c.Lease.Driver != "redis" && c.Lease.Driver != "etcd":
-		return keyErr("lease.driver", `%q is not "sql", "redis" or "etcd"`, c.Lease.Driver)
-	case c.Lease.Driver == "sql" && c.Lease.DSN != "":
+	case !slices.Contains(drivers.Lease(), c.Lease.Driver):
+		return keyErr("lease.driver", `%q is not %s`, c.Lease.Driver, drivers.Quoted(drivers.Lease()))
+	case c.Lease.Driver == drivers.LeaseSQL && c.Lease.DSN != "":
 		return keyErr("lease.dsn", `must be empty with lease.driver "sql", which keeps leases in the main store (dsn)`)
-	case c.Lease.Driver != "sql" && c.Lease.DSN == "":
+	case c.Lease.Driver != drivers.LeaseSQL && c.Lease.DSN == "":
 		return keyErr("lease.dsn", `must name the %s server with lease.driver %q`, c.Lease.Driver, c.Lease.Driver)
 	}
 	return nil

@@ -3,8 +3,8 @@ package etcdlease
 import (
 	"testing"
 
+	"github.com/idalloc/idalloc/internal/advancetest"
 	"github.com/idalloc/idalloc/internal/etcdtest"
-	"github.com/idalloc/idalloc/migrate/advancetest"
 )
 
 func TestAdvanceLeases(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idalloc/idalloc/etcdlease"
 	"github.com/idalloc/idalloc/internal/etcdtest"
-	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
+	"github.com/idalloc/idalloc/internal/layouttest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )

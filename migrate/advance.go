@@ -12,9 +12,8 @@
 //
 // The package imports the domain only: the stores come in through the
 // small interfaces Segments and Leases, which package store, redislease
-// and etcdlease implement. The commands that open them are migrate/cmd's,
-// in a package apart so that the lease stores' tests, which run this
-// package's suite (migrate/advancetest), do not import them.
+// and etcdlease implement, proven by the suite internal/advancetest. The
+// commands that open them are migrate/cmd's.
 package migrate
 
 import (

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/migrate/advancetest"
+	"github.com/idalloc/idalloc/internal/advancetest"
 )
 
 func TestAdvanceLeases(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
+	"github.com/idalloc/idalloc/internal/layouttest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )

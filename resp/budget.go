@@ -7,18 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultMaxPendingTotal is the default of Config.MaxPendingTotal: four
-// connections at DefaultMaxPending. Clients that read hold next to nothing
-// waiting (their answers drain as they come), so it is spent by clients
-// that do not read. Those answers are garbage once written or dropped, and
-// with main's GOGC of 400 the heap grows to about five times what is live
-// before a collection: the process's RSS is about 20 MB + 5 × (this budget
-// + about 230 KB of buffers per busy connection, fitted to the figures
-// below). 60 clients that pipeline and never read reached 560 MB with
-// MaxPending alone, 410 MB with a budget of 64 MiB and at most 250 MB with
-// this one (the contract asks for under 300 MB).
-const DefaultMaxPendingTotal = 32 << 20
-
 // errOutputTotal ends the connection holding the most answers waiting when
 // another answer would take the total across connections past
 // Config.MaxPendingTotal.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/idalloc/idalloc/frontend"
 )
 
 // pipes are outputs on net.Pipe sockets, which take nothing until their
@@ -317,8 +319,8 @@ func TestNewChecksPendingCaps(t *testing.T) {
 	}{
 		{"defaults", Config{}, false},
 		{"equal", Config{MaxPending: 1 << 20, MaxPendingTotal: 1 << 20}, false},
-		{"total below the default MaxPending", Config{MaxPendingTotal: DefaultMaxPending - 1}, true},
-		{"MaxPending above the default total", Config{MaxPending: DefaultMaxPendingTotal + 1}, true},
+		{"total below the default MaxPending", Config{MaxPendingTotal: frontend.DefaultMaxPending - 1}, true},
+		{"MaxPending above the default total", Config{MaxPending: frontend.DefaultMaxPendingTotal + 1}, true},
 		{"total below MaxPending", Config{MaxPending: 1 << 20, MaxPendingTotal: 1<<20 - 1}, true},
 		{"negative total", Config{MaxPendingTotal: -1}, true},
 	}

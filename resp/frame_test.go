@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/redcon"
+
+	"github.com/idalloc/idalloc/frontend"
 )
 
 // TestGateDeliversWhatRedconReads: commands written in chunks of any size,
@@ -35,7 +37,7 @@ func TestGateDeliversWhatRedconReads(t *testing.T) {
 	data := []byte(stream.String())
 
 	server, client := net.Pipe()
-	l := newListener(nil, DefaultMaxPending, DefaultMaxPendingTotal, DefaultCommandTimeout, mustMetrics(t))
+	l := newListener(nil, frontend.DefaultMaxPending, frontend.DefaultMaxPendingTotal, frontend.DefaultCommandTimeout, mustMetrics(t))
 	gc := &gateConn{Conn: server, l: l, buf: make([]byte, gateBufSize)}
 	l.conns[gc] = struct{}{}
 	go func() {

@@ -215,7 +215,7 @@ func (c *rawConn) closed(tb testing.TB) bool {
 // adminClient serves a Server with an admin token on a fresh store of d,
 // with frontendtest's domain on it, and returns the store, the domain and a
 // client that has authenticated with the token.
-func adminClient(t *testing.T, d storetest.Driver) (storetest.Store, frontendtest.Domain, *redis.Client) {
+func adminClient(t *testing.T, d storetest.Driver) (store.Store, frontendtest.Domain, *redis.Client) {
 	t.Helper()
 	st := d.Open(t)
 	dom := frontendtest.Open(t, st)

@@ -12,12 +12,6 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// DefaultMaxPending is the default of Config.MaxPending, like Redis's
-// client-output-buffer-limit: far above what a client that reads its
-// answers leaves waiting (an answer of IDS or SNOWFLAKE with a count of
-// 1,000 is 26 KB), so that only clients that do not read are cut.
-const DefaultMaxPending = 8 << 20
-
 // flushSize is how much of a batch's answers a connection buffers before
 // writing them: a pipeline of commands with large answers (IDS and
 // SNOWFLAKE with a count) is written out in pieces of about this size as

@@ -56,11 +56,6 @@ import (
 // Defaults for zero Config fields.
 const (
 	DefaultIdleTimeout = 5 * time.Minute
-	// DefaultCommandTimeout bounds a command from its first bytes to its
-	// last, as net/http's header timeout bounds a request's headers: a
-	// command is at most MaxCommandSize (256 KiB), which 5 s carries at
-	// 420 kbit/s.
-	DefaultCommandTimeout = 5 * time.Second
 	// DefaultStep is the step of a tag created by HSET without one: HTTP's
 	// POST /tags requires it, but number-dispenser's HSET has no such
 	// field. The allocator's adaptive step grows it under load.
@@ -160,16 +155,17 @@ type Config struct {
 	// CommandTimeout bounds a command once begun (resp_command_timeout):
 	// a connection whose command is still incomplete so long after its
 	// first bytes arrived is answered an error and closed. 0 means
-	// DefaultCommandTimeout.
+	// frontend.DefaultCommandTimeout.
 	CommandTimeout time.Duration
 	// MaxPending caps the bytes of answers a connection may have waiting
 	// for its client to read them (resp_max_pending); past it the
-	// connection is closed and counted. 0 means DefaultMaxPending (8 MiB).
+	// connection is closed and counted. 0 means
+	// frontend.DefaultMaxPending (8 MiB).
 	MaxPending int
 	// MaxPendingTotal caps the bytes of answers waiting across all
 	// connections (resp_max_pending_total); when an answer would pass it,
 	// the connection holding the most is closed and counted. 0 means
-	// DefaultMaxPendingTotal (32 MiB); below MaxPending is an error.
+	// frontend.DefaultMaxPendingTotal (32 MiB); below MaxPending is an error.
 	MaxPendingTotal int64
 	// Version is what INFO and HELLO say this build is.
 	Version string
@@ -235,10 +231,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics: cfg.Metrics, log: cfg.Logger, admin: cfg.AdminToken,
 		count:           segment.NewCountLimit(cfg.MaxBatch),
 		maxConns:        orDefault(cfg.MaxConns, frontend.DefaultMaxConns),
-		maxPending:      orDefault(cfg.MaxPending, DefaultMaxPending),
-		maxPendingTotal: orDefault(cfg.MaxPendingTotal, DefaultMaxPendingTotal),
+		maxPending:      orDefault(cfg.MaxPending, frontend.DefaultMaxPending),
+		maxPendingTotal: orDefault(cfg.MaxPendingTotal, frontend.DefaultMaxPendingTotal),
 		idle:            orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
-		commandTimeout:  orDefault(cfg.CommandTimeout, DefaultCommandTimeout),
+		commandTimeout:  orDefault(cfg.CommandTimeout, frontend.DefaultCommandTimeout),
 		version:         cfg.Version, started: time.Now(),
 		cutC: make(chan struct{}),
 	}

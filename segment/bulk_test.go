@@ -8,13 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/idalloc/idalloc/errs"
-	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
-	"github.com/idalloc/idalloc/store/storetest"
 )
 
 // newTags are n sequential tags to create, named c0000, c0001, …
@@ -158,43 +155,5 @@ func TestCreateTagsStoreDown(t *testing.T) {
 	made, err := a.CreateTags(context.Background(), newTags(2))
 	if !errors.Is(err, segment.ErrUnavailable) || made != nil {
 		t.Errorf("CreateTags with the store down = %v, %v; want nothing, ErrUnavailable", made, err)
-	}
-}
-
-// TestCreateTagsOnEveryDriver: a bulk create on a real store, of more tags
-// than one store transaction takes, is served at once by the instance
-// that made it, and by another on the same database after its next
-// reload; an entry that existed is reported and its row left as it was.
-func TestCreateTagsOnEveryDriver(t *testing.T) {
-	for _, d := range storetest.Drivers() {
-		t.Run(d.Name, func(t *testing.T) {
-			ctx := context.Background()
-			db := d.NewDB(t)
-			clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-			other := newAllocator(t, db.Open(t), segment.Config{TagRefresh: time.Hour, Now: clock.Now})
-			a := newAllocator(t, db.Open(t), segment.Config{})
-			req := newTags(2500)
-			req[1700].AppTag = "test_business"
-			made, err := a.CreateTags(ctx, req)
-			var exist *segment.TagsExistError
-			if !errors.As(err, &exist) || !slices.Equal(exist.Index, []int{1700}) || len(made) != 2499 {
-				t.Fatalf("CreateTags = %d tags, %v; want 2499 and test_business existing", len(made), err)
-			}
-			if id, err := a.Next(ctx, "c2499"); err != nil || id != 1 {
-				t.Errorf("Next(c2499) here = %d, %v; want 1", id, err)
-			}
-			reloadOnMiss(t, other, clock)
-			if got := len(other.Tags()); got != 2500 {
-				t.Errorf("the other instance lists %d tags after a reload, want 2500", got)
-			}
-			if id, err := other.Next(ctx, "c0000"); err != nil || id != 1 {
-				t.Errorf("Next(c0000) on the other instance = %d, %v; want 1", id, err)
-			}
-			for _, r := range other.Tags() {
-				if r.AppTag == "test_business" && r.Step != 100000 {
-					t.Errorf("test_business changed: %+v", r)
-				}
-			}
-		})
 	}
 }

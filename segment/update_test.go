@@ -11,7 +11,6 @@ import (
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/scramble"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/store/storetest"
 )
 
 // TestUpdateTagRefuses: a change the domain's rules refuse names its field
@@ -132,67 +131,6 @@ func TestUpdateTagDated(t *testing.T) {
 	if s, ok := a.Snapshot("d"); !ok || s.RowStep != 50 {
 		t.Errorf("snapshot %+v (%v), want the current period's row step 50", s, ok)
 	}
-}
-
-// TestUpdateTagReachesEveryInstance: on every driver, a step changed
-// through one allocator reaches another on the same database at its next
-// tag-list reload, and the other's next fetch is at least that step; the
-// change itself moves no max_id.
-func TestUpdateTagReachesEveryInstance(t *testing.T) {
-	for _, d := range storetest.Drivers() {
-		t.Run(d.Name, func(t *testing.T) {
-			ctx := context.Background()
-			db := d.NewDB(t)
-			st := db.Open(t)
-			createTag(t, st, "t", 10)
-			cfg := segment.Config{TagRefresh: 20 * time.Millisecond}
-			one, other := newAllocator(t, db.Open(t), cfg), newAllocator(t, db.Open(t), cfg)
-			if _, err := other.Next(ctx, "t"); err != nil { // fetches (0, 10]
-				t.Fatal(err)
-			}
-			if _, err := one.UpdateTag(ctx, "t", segment.TagChange{Step: new(int64(1000))}); err != nil {
-				t.Fatal(err)
-			}
-			if m := storeMaxID(t, st, "t"); m != 10 {
-				t.Errorf("max_id after the update %d, want 10 as before", m)
-			}
-			waitFor(t, func() bool {
-				s, ok := other.Snapshot("t")
-				return ok && s.RowStep == 1000 && other.Tags()[0].Step == 1000
-			})
-			seen := map[int64]bool{}
-			for _, a := range []*segment.Allocator{other, one} {
-				ids, err := drain(a, "t", 20)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, id := range ids {
-					if seen[id] {
-						t.Fatalf("duplicate ID %d", id)
-					}
-					seen[id] = true
-				}
-			}
-			if s := stepOf(other, "t"); s < 1000 {
-				t.Errorf("the other allocator's fetch after the reload took %d, want at least the new step 1000", s)
-			}
-		})
-	}
-}
-
-func storeMaxID(tb testing.TB, st segment.Store, tag string) int64 {
-	tb.Helper()
-	tags, err := st.Tags(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, tg := range tags {
-		if tg.AppTag == tag {
-			return tg.MaxID
-		}
-	}
-	tb.Fatalf("no tag %q in the store", tag)
-	return 0
 }
 
 // TestUpdateTagOfATagNewHere: a tag created on another instance since the

@@ -212,7 +212,7 @@ func TestListsAdminOnly(t *testing.T) {
 
 // adminServer serves on st with the real allocator and lease service,
 // with token as admin_token ("" for the loopback mode).
-func adminServer(tb testing.TB, st storetest.Store, token string) http.Handler {
+func adminServer(tb testing.TB, st store.Store, token string) http.Handler {
 	tb.Helper()
 	ctx := context.Background()
 	alloc, err := segment.New(ctx, st, segment.Config{})

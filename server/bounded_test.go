@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -19,7 +20,7 @@ type boundedInstance struct {
 	stop func()
 }
 
-func startBounded(tb testing.TB, st storetest.Store) boundedInstance {
+func startBounded(tb testing.TB, st store.Store) boundedInstance {
 	tb.Helper()
 	ctx := context.Background()
 	alloc, err := segment.New(ctx, st, segment.Config{})

@@ -16,7 +16,7 @@ import (
 
 // realServer serves on a real store of d, with the real allocator and lease
 // service, so "changes nothing" can be checked in the database itself.
-func realServer(tb testing.TB, st storetest.Store) http.Handler {
+func realServer(tb testing.TB, st store.Store) http.Handler {
 	tb.Helper()
 	ctx := context.Background()
 	alloc, err := segment.New(ctx, st, segment.Config{})

@@ -16,6 +16,7 @@ import (
 	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -51,7 +52,7 @@ type datedRig struct {
 	reg       *prometheus.Registry
 }
 
-func newDatedRig(tb testing.TB, st storetest.Store, now func() time.Time, skew time.Duration) *datedRig {
+func newDatedRig(tb testing.TB, st store.Store, now func() time.Time, skew time.Duration) *datedRig {
 	tb.Helper()
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
 // countingStore is a real store that counts tag-list queries and can fail
 // them.
 type countingStore struct {
-	storetest.Store
+	store.Store
 	lists atomic.Int64
 	down  atomic.Bool
 }

@@ -9,15 +9,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idalloc/idalloc/internal/advancetest"
 	"github.com/idalloc/idalloc/migrate"
-	"github.com/idalloc/idalloc/migrate/advancetest"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
 // advancing is a store handle with the advance methods.
 type advancing interface {
-	storetest.Store
+	store.Store
 	migrate.Segments
 	migrate.Leases
 	ObserveConflicts(func(op string))

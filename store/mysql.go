@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/idalloc/idalloc/drivers"
 )
 
 // schemaMySQL is the repository's schema.sql. The file lives here, since an
@@ -271,4 +273,25 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 		cfg.WriteTimeout = defaultWriteTimeout
 	}
 	return cfg, nil
+}
+
+// mysqlDriver is its entry of Drivers.
+func mysqlDriver() Driver {
+	return Driver{
+		Name: drivers.MySQL,
+		Form: "user:pass@tcp(host:3306)/dbname",
+		Open: func(ctx context.Context, dsn string, opts Options) (Store, error) {
+			m, err := OpenMySQL(ctx, dsn, MySQLOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+			if err != nil {
+				return nil, err // a nil Store, never a nil *MySQL in one
+			}
+			return m, nil
+		},
+		OpenReadOnly: OpenMySQLReadOnly,
+		openTinyid: func(ctx context.Context, dsn string) (*ReadOnly, string, error) {
+			r, addr, err := openMySQLReadOnly(ctx, dsn, "")
+			return r, "mysql " + addr, err
+		},
+		hasForm: func(lower string) bool { return strings.Contains(lower, "@tcp(") || strings.Contains(lower, "@unix(") },
+	}
 }

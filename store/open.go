@@ -66,17 +66,11 @@ var ErrInvalidDSN = errors.New("malformed dsn")
 // Not a fault a restart cures.
 var ErrUnknownDatabase = errors.New("the database does not exist")
 
-// dsnForms is the form of each driver's dsn, for the errors that refuse one.
-var dsnForms = map[string]string{
-	"mysql":    "user:pass@tcp(host:3306)/dbname",
-	"postgres": "postgres://user:pass@host:5432/dbname?sslmode=disable, or host=... user=... dbname=...",
-	"sqlite":   "a file's path, such as idalloc.db",
-}
-
 // dsnError is ErrInvalidDSN for driver, with why (the driver's own words,
 // which never quote the password) and the form its dsn takes.
 func dsnError(driver, why string) error {
-	return fmt.Errorf("%w for %s (%s); the form is %s", ErrInvalidDSN, driver, why, dsnForms[driver])
+	d, _ := DriverNamed(driver)
+	return fmt.Errorf("%w for %s (%s); the form is %s", ErrInvalidDSN, driver, why, d.Form)
 }
 
 // unknownDatabase is ErrUnknownDatabase with the statement that creates
@@ -90,47 +84,27 @@ func unknownDatabase(quoted string) error {
 // dsn (mysql's "@tcp(" or "@unix(", a postgres:// URL); "" when it is not.
 func formOf(dsn string) string {
 	lower := strings.ToLower(dsn)
-	switch {
-	case strings.Contains(lower, "@tcp(") || strings.Contains(lower, "@unix("):
-		return "mysql"
-	case strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://"):
-		return "postgres"
+	for _, d := range Drivers() {
+		if d.hasForm != nil && d.hasForm(lower) {
+			return d.Name
+		}
 	}
 	return ""
 }
 
-// Open opens the store driver names at dsn: "mysql" (OpenMySQL),
-// "postgres" (OpenPostgres) or "sqlite" (OpenSQLite). It is the one place that maps a config's driver
-// to its store, for the server's start and the tools alike, so a new
-// driver is one more case here. Errors: an unknown driver, ErrInvalidDSN
-// for a dsn of another driver's form (a SQLite file would be made of a
-// MySQL DSN, password and all), or the driver's own open errors.
+// Open opens the store driver names at dsn (Drivers), for the server's
+// start and the tools alike. Errors: an unknown driver, ErrInvalidDSN for
+// a dsn of another driver's form (a SQLite file would be made of a MySQL
+// DSN, password and all), or the driver's own open errors.
 func Open(ctx context.Context, driver, dsn string, opts Options) (Store, error) {
-	if other := formOf(dsn); other != "" && other != driver && dsnForms[driver] != "" {
+	d, ok := DriverNamed(driver)
+	if !ok {
+		return nil, unknownDriver(driver)
+	}
+	if other := formOf(dsn); other != "" && other != driver {
 		return nil, dsnError(driver, "it has the form of a "+other+" dsn; set the driver to "+other+", or give a "+driver+" dsn")
 	}
-	// Each case returns a nil Store on error, never a nil *MySQL in one.
-	switch driver {
-	case "mysql":
-		m, err := OpenMySQL(ctx, dsn, MySQLOptions(opts))
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
-	case "postgres":
-		p, err := OpenPostgres(ctx, dsn, PostgresOptions(opts))
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
-	case "sqlite":
-		s, err := OpenSQLite(ctx, dsn)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("unknown driver %q", driver)
+	return d.Open(ctx, dsn, opts)
 }
 
 // OpenError explains err, from opening driver's store, as the server's
@@ -147,10 +121,17 @@ func OpenError(driver, dsnFrom string, err error) error {
 		return fmt.Errorf("%s: %w; correct the user or password there", dsnFrom, err)
 	case errors.Is(err, ErrMissingTables) || errors.Is(err, ErrInvalidDSN) || errors.Is(err, ErrUnknownDatabase):
 		return fmt.Errorf("%s: %w", dsnFrom, err)
-	case driver != "sqlite":
+	case !isEmbedded(driver):
 		return err
 	}
 	return fmt.Errorf("%s: open %s store: %w", dsnFrom, driver, err)
+}
+
+// isEmbedded reports whether driver names an engine whose database is a
+// file (Driver.Embedded).
+func isEmbedded(driver string) bool {
+	d, _ := DriverNamed(driver)
+	return d.Embedded
 }
 
 // NeedsOperator reports whether err, from Open, is one that starting

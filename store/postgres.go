@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/idalloc/idalloc/drivers"
 )
 
 // PostgreSQL is reached through pgx's database/sql driver (pgx/stdlib), not
@@ -290,4 +292,27 @@ func postgresAddr(cfg *pgx.ConnConfig) string {
 		}
 	}
 	return strings.Join(addrs, ",")
+}
+
+// postgresDriver is its entry of Drivers.
+func postgresDriver() Driver {
+	return Driver{
+		Name: drivers.Postgres,
+		Form: "postgres://user:pass@host:5432/dbname?sslmode=disable, or host=... user=... dbname=...",
+		Open: func(ctx context.Context, dsn string, opts Options) (Store, error) {
+			p, err := OpenPostgres(ctx, dsn, PostgresOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		OpenReadOnly: OpenPostgresReadOnly,
+		openTinyid: func(ctx context.Context, dsn string) (*ReadOnly, string, error) {
+			r, err := openPostgresReadOnly(ctx, dsn, "tiny_id_info") // its errors name the database
+			return r, "", err
+		},
+		hasForm: func(lower string) bool {
+			return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
+		},
+	}
 }

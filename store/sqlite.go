@@ -11,6 +11,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/idalloc/idalloc/drivers"
 )
 
 // sqliteNow is the current time as Unix milliseconds, which is how the
@@ -187,4 +189,25 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	s.complete.Store(true)
 	return s, nil
+}
+
+// sqliteDriver is its entry of Drivers.
+func sqliteDriver() Driver {
+	return Driver{
+		Name:     drivers.SQLite,
+		Form:     "a file's path, such as idalloc.db",
+		Embedded: true,
+		Open: func(ctx context.Context, dsn string, _ Options) (Store, error) {
+			s, err := OpenSQLite(ctx, dsn)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		OpenReadOnly: OpenSQLiteReadOnly,
+		openTinyid: func(ctx context.Context, dsn string) (*ReadOnly, string, error) {
+			r, err := openSQLiteFile(ctx, dsn)
+			return r, "sqlite " + dsn, err
+		},
+	}
 }

@@ -3,7 +3,7 @@ package store_test
 import (
 	"testing"
 
-	"github.com/idalloc/idalloc/snowflake/leased/layouttest"
+	"github.com/idalloc/idalloc/internal/layouttest"
 	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -37,24 +38,12 @@ const tinyidSegmentsQuery = `SELECT biz_type, begin_id, max_id, COALESCE(step, 0
 // dsn as OpenMySQLReadOnly, OpenPostgresReadOnly or OpenSQLiteReadOnly
 // take it. Errors: theirs, an unknown engine, or no tiny_id_info table.
 func OpenTinyid(ctx context.Context, engine, dsn string) (*Tinyid, error) {
-	var (
-		r     *ReadOnly
-		where string // names the database in errors, without a password
-		err   error
-	)
-	switch engine {
-	case "mysql":
-		r, where, err = openMySQLReadOnly(ctx, dsn, "")
-		where = "mysql " + where
-	case "postgres":
-		// Its errors name the server and database.
-		r, err = openPostgresReadOnly(ctx, dsn, "tiny_id_info")
-	case "sqlite":
-		where = "sqlite " + dsn
-		r, err = openSQLiteFile(ctx, dsn)
-	default:
-		return nil, fmt.Errorf("open tinyid database: unknown engine %q (want mysql, postgres or sqlite)", engine)
+	d, ok := DriverNamed(engine)
+	if !ok {
+		return nil, fmt.Errorf("open tinyid database: unknown engine %q (want %s)", engine, drivers.Or(DriverNames()))
 	}
+	// where names the database in errors, without a password.
+	r, where, err := d.openTinyid(ctx, dsn)
 	if err == nil {
 		err = r.require("tiny_id_info", "")
 	}

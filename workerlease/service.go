@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/naming"
 )
 
 // Defaults of Config.
@@ -258,22 +259,10 @@ func ValidToken(tok string) bool {
 	return true
 }
 
-// ValidCluster reports whether c is a valid cluster name. It is the app_tag
-// rule, ^[A-Za-z0-9_.:-]{1,64}$, so a cluster name is as safe in SQL, logs
-// and labels as a tag.
-func ValidCluster(c string) bool {
-	if len(c) < 1 || len(c) > 64 {
-		return false
-	}
-	for i := 0; i < len(c); i++ {
-		switch ch := c[i]; {
-		case isAlnum(ch), ch == '_', ch == '.', ch == ':', ch == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidCluster reports whether c is a valid cluster name. It is the one
+// name rule (naming.Valid), ^[A-Za-z0-9_.:-]{1,64}$, so a cluster name is
+// as safe in SQL, logs and labels as a tag.
+func ValidCluster(c string) bool { return naming.Valid(c) }
 
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'

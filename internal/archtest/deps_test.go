@@ -12,7 +12,8 @@ const module = "github.com/idalloc/idalloc/"
 
 // rule says which packages of this module pkg may depend on, directly or
 // not. Paths are relative to the module; "x/..." is x and every package
-// below it. The vocabulary (errs) is allowed everywhere.
+// below it. The vocabulary (errs, naming) is allowed everywhere but in
+// the vocabulary itself.
 type rule struct {
 	pkg string
 	// only, if not nil, lists every package of ours pkg may depend on
@@ -24,11 +25,12 @@ type rule struct {
 	// all they pull in), which may also use the shared test helpers under
 	// internal/; a helper's own dependencies still count.
 	tests bool
-	// direct narrows the rule to pkg's own imports, for a package it may
-	// reach only through another it may import (not with tests).
-	direct bool
-	why    string
+	why   string
 }
+
+// vocabulary is the words every room may use: the error kinds and the one
+// name rule.
+var vocabulary = []string{"errs", "naming"}
 
 var rules = []rule{
 	{pkg: "errs", only: []string{}, tests: true,
@@ -39,35 +41,44 @@ var rules = []rule{
 		why: "workerlease knows no generator, store or front end, and stays apart from segment"},
 	{pkg: "snowflake", only: []string{}, tests: true,
 		why: "snowflake is pure: nothing of ours but the vocabulary"},
-	// layouttest, its suite of the layouts every lease store keeps, runs on
-	// leasetest's targets.
 	{pkg: "snowflake/leased/...", only: []string{"snowflake", "workerlease/..."}, tests: true,
 		why: "the domain never imports a store, a front end or a driver"},
 	{pkg: "segment/dated", only: []string{}, tests: true,
 		why: "the dated format's core is pure: the standard library and the vocabulary only"},
-	// segment's tests run the allocator on the real stores
-	// (drivers_test.go imports store/storetest, which imports workerlease),
-	// so this rule holds for its code only.
-	{pkg: "segment", only: []string{"scramble", "segment/dated", "naming"},
+	// The allocator's runs on the real stores are store's tests
+	// (store/allocator_test.go).
+	{pkg: "segment", only: []string{"scramble", "segment/dated"}, tests: true,
 		why: "segment and workerlease stay apart; the domain never imports a store or a front end"},
 	// The tag rule its tokens' app_tags meet is segment's, handed to
 	// access.NewAdmin by main: access needs no other domain package.
-	{pkg: "access", only: []string{"naming"}, tests: true,
+	{pkg: "access", only: []string{}, tests: true,
 		why: "the domain never imports a store or a front end: access is the standard library and the vocabulary"},
 	// scramble: segment's, so reached through it.
 	{pkg: "metrics", only: []string{"segment", "segment/dated", "scramble", "snowflake", "snowflake/leased", "workerlease", "naming"}, tests: true,
 		why: "the domain's metrics read the domain alone: never a front end, a store or an adapter, so every front end can import them"},
+	// Its tests start idalloc as a process (internal/buildtest), never
+	// through the root or a front end.
+	{pkg: "client", only: []string{"snowflake", "workerlease/..."}, tests: true,
+		why: "the client speaks the wire: the vocabulary, snowflake's layout and workerlease's keeper, never the allocator or access"},
+	{pkg: "drivers", only: []string{}, tests: true,
+		why: "the store names config checks import nothing of ours: config may import neither store nor the lease adapters"},
+	{pkg: "buildinfo", only: []string{}, tests: true,
+		why: "what a build says it is imports nothing of ours"},
+	{pkg: "gcpace", only: []string{}, tests: true,
+		why: "the collector's pace imports nothing of ours"},
+	{pkg: "leasestore", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+		why: "the lease stores' table opens adapters: it starts no front end"},
 	{pkg: "frontend", only: []string{}, tests: true,
 		why: "the front-end shape (serve, drain, cut, the connection cap, the stop) imports nothing of ours: every front end imports it"},
 	{pkg: "server/...", never: []string{"resp/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
 	{pkg: "resp/...", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
-	// config takes resp's and frontend's defaults for its keys
-	// (resp_max_pending, max_conns...), so that they cannot differ; it
+	// config takes the front ends' defaults for its keys (max_conns,
+	// resp_max_pending...) from frontend, so that they cannot differ; it
 	// opens nothing and serves nothing.
-	{pkg: "config", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/...", "client/...", "migrate/..."}, tests: true,
-		why: "the config room validates by the domain's checks; it opens no store and starts no front end"},
+	{pkg: "config", never: []string{"server/...", "resp/...", "store/...", "redislease/...", "etcdlease/...", "client/...", "migrate/..."}, tests: true,
+		why: "config imports no front end; it opens no store and starts no front end"},
 	{pkg: "store/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
 		why: "adapters never import a front end"},
 	{pkg: "redislease/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
@@ -76,21 +87,18 @@ var rules = []rule{
 		why: "adapters never import a front end"},
 	// The tools room reads the config and opens SQL stores; it reaches
 	// the lease adapters only through the opener main passes it.
-	{pkg: "migrate/...", never: []string{"server/...", "redislease/...", "etcdlease/...", "client/..."}, tests: true,
+	{pkg: "migrate/...", never: []string{"server/...", "resp/...", "redislease/...", "etcdlease/...", "client/..."}, tests: true,
 		why: "the tools move data between stores: they start no front end and import no lease adapter"},
-	// config takes resp's defaults for its keys (see config's rule), so
-	// the tools depend on resp through it; they import it nowhere.
-	{pkg: "migrate/...", never: []string{"resp/..."}, direct: true,
-		why: "the tools move data between stores: they start no front end"},
-	// Their tests share migrate's advance suite (migrate/advancetest), so
-	// this holds for their code only. snowflake: each records its clusters'
-	// layouts and refuses another with snowflake.ErrLayoutMismatch, the
-	// layout's owner's word; snowflake is pure (no I/O, nothing of ours but
-	// the vocabulary), so an adapter gains a word, not the generator's
-	// runtime, and workerlease still knows no layout.
-	{pkg: "redislease/...", only: []string{"workerlease/...", "snowflake"},
+	// Their tests run the advance and layout suites (internal/advancetest,
+	// internal/layouttest), which need neither migrate nor leased.
+	// snowflake: each records its clusters' layouts and refuses another
+	// with snowflake.ErrLayoutMismatch, the layout's owner's word;
+	// snowflake is pure (no I/O, nothing of ours but the vocabulary), so an
+	// adapter gains a word, not the generator's runtime, and workerlease
+	// still knows no layout.
+	{pkg: "redislease/...", only: []string{"workerlease/...", "snowflake"}, tests: true,
 		why: "a lease adapter needs only workerlease, and snowflake's word for a layout mismatch"},
-	{pkg: "etcdlease/...", only: []string{"workerlease/...", "snowflake"},
+	{pkg: "etcdlease/...", only: []string{"workerlease/...", "snowflake"}, tests: true,
 		why: "a lease adapter needs only workerlease, and snowflake's word for a layout mismatch"},
 }
 
@@ -114,7 +122,7 @@ func matchAny(patterns []string, p string) bool {
 // violation returns why dep breaks r, or "" if it does not. dep is
 // module-relative; inTest says dep is needed by the test binary.
 func (r rule) violation(dep string, inTest bool) string {
-	if match(r.pkg, dep) || dep == "errs" {
+	if match(r.pkg, dep) || matchAny(vocabulary, dep) && !matchAny(vocabulary, r.pkg) {
 		return ""
 	}
 	if inTest && match("internal/...", dep) {
@@ -129,14 +137,14 @@ func (r rule) violation(dep string, inTest bool) string {
 	return ""
 }
 
-// listed is one package of go list -test: its own imports, its deps, and
-// those of its test binary if it has tests.
+// listed is one package of go list -test: its deps, and those of its test
+// binary if it has tests.
 type listed struct {
-	imports, deps, testDeps []string
+	deps, testDeps []string
 }
 
 // list runs go list -test over the module and returns, by module-relative
-// path, the module-relative imports and dependencies of each package and
+// path, the module-relative dependencies of each package and
 // the dependencies of its test binary. Test variants ("p [p.test]") count
 // as p.
 func list(t *testing.T) map[string]*listed {
@@ -146,7 +154,7 @@ func list(t *testing.T) map[string]*listed {
 	if err != nil {
 		t.Skip("no go command to list dependencies with")
 	}
-	cmd := exec.Command(gobin, "list", "-test", "-f", `{{.ImportPath}}{{"\t"}}{{join .Deps " "}}{{"\t"}}{{join .Imports " "}}`, module+"...")
+	cmd := exec.Command(gobin, "list", "-test", "-f", `{{.ImportPath}}{{"\t"}}{{join .Deps " "}}`, module+"...")
 	out, err := cmd.Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -178,8 +186,7 @@ func list(t *testing.T) map[string]*listed {
 		return rels
 	}
 	for line := range strings.Lines(string(out)) {
-		path, rest, _ := strings.Cut(strings.TrimRight(line, "\n"), "\t")
-		deps, imports, _ := strings.Cut(rest, "\t")
+		path, deps, _ := strings.Cut(strings.TrimRight(line, "\n"), "\t")
 		if strings.Contains(path, " [") {
 			continue // a test variant: its deps are in the test binary's
 		}
@@ -190,7 +197,7 @@ func list(t *testing.T) map[string]*listed {
 		if p, isTest := strings.CutSuffix(rel, ".test"); isTest {
 			get(p).testDeps = mine(deps)
 		} else {
-			get(rel).deps, get(rel).imports = mine(deps), mine(imports)
+			get(rel).deps = mine(deps)
 		}
 	}
 	return pkgs
@@ -212,14 +219,10 @@ func TestDependencies(t *testing.T) {
 			}
 			matched++
 			seen := map[string]bool{}
-			deps, what := l.deps, "depends on"
-			if r.direct {
-				deps, what = l.imports, "imports"
-			}
-			for _, d := range deps {
+			for _, d := range l.deps {
 				if why := r.violation(d, false); why != "" && !seen[d] {
 					seen[d] = true
-					t.Errorf("%s %s %s: %s (%s)", p, what, d, why, r.why)
+					t.Errorf("%s depends on %s: %s (%s)", p, d, why, r.why)
 				}
 			}
 			if !r.tests {

@@ -34,7 +34,6 @@ import (
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/store"
-	"github.com/idalloc/idalloc/store/storetest"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -209,7 +208,7 @@ type Domain struct {
 // Open builds the fixture on st, a fresh store (storetest's, with the seeded
 // ExistingTag row): an Allocator and a lease Service with default configs
 // and the default snowflake layout. The allocator is closed at tb's cleanup.
-func Open(tb testing.TB, st storetest.Store) Domain {
+func Open(tb testing.TB, st store.Store) Domain {
 	tb.Helper()
 	ctx := context.Background()
 	alloc, err := segment.New(ctx, st, segment.Config{MaxStep: MaxStep})
@@ -278,7 +277,7 @@ func Describe(err error) (kind, msg string, ok bool) {
 // CheckUnchanged fails tb unless st, on which Open built the fixture, still
 // holds what a fresh store holds: the seeded ExistingTag row at max_id 0
 // and no worker lease.
-func CheckUnchanged(tb testing.TB, st storetest.Store) {
+func CheckUnchanged(tb testing.TB, st store.Store) {
 	tb.Helper()
 	ctx := context.Background()
 	tags, err := st.Tags(ctx)

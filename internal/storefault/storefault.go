@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/store/storetest"
+	"github.com/idalloc/idalloc/store"
 )
 
 // ErrStopped is every segment call's and ping's error while the store is
@@ -23,7 +23,7 @@ var ErrStopped = errors.New("store stopped by the test")
 // Fetch, GiveBack, Tags, TagsSince, CreateTag, CreateTags, UpdateTag and
 // Ping fail with ErrStopped.
 type Stoppable struct {
-	storetest.Store
+	store.Store
 	Down atomic.Bool
 }
 

@@ -55,7 +55,7 @@ func firstID(t *testing.T, st segment.Store, tag string, at time.Time, bound tim
 }
 
 // countersOf is st's period counters of tag.
-func countersOf(t *testing.T, st storetest.Store, tag string) []store.PeriodCounter {
+func countersOf(t *testing.T, st store.Store, tag string) []store.PeriodCounter {
 	t.Helper()
 	all, err := st.(periodSource).Periods(t.Context())
 	if err != nil {

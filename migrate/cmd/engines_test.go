@@ -158,7 +158,7 @@ func fillSource(t *testing.T, db storetest.DB) int64 {
 }
 
 // tagsOf is st's tags, by name.
-func tagsOf(t *testing.T, st storetest.Store) []segment.Tag {
+func tagsOf(t *testing.T, st store.Store) []segment.Tag {
 	t.Helper()
 	tags, err := st.Tags(t.Context())
 	if err != nil {
@@ -177,7 +177,7 @@ func sameCarried(a, b segment.Tag) bool {
 }
 
 // nextIDs is the first three IDs a fresh allocator on st issues for tag.
-func nextIDs(t *testing.T, st storetest.Store, tag string) []int64 {
+func nextIDs(t *testing.T, st store.Store, tag string) []int64 {
 	t.Helper()
 	ctx := t.Context()
 	a, err := segment.New(ctx, st, segment.Config{})

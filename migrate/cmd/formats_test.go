@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
 )
 
@@ -57,7 +58,7 @@ func TestMigrateCarriesFormats(t *testing.T) {
 				t.Errorf("report %q does not say %q", out.String(), want)
 			}
 
-			next := func(st storetest.Store, tag string) []int64 {
+			next := func(st store.Store, tag string) []int64 {
 				t.Helper()
 				b, err := segment.New(ctx, st, segment.Config{})
 				if err != nil {

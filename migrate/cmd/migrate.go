@@ -6,10 +6,6 @@
 // what only it may build: the process's output and environment, and the
 // opener of the lease stores (OpenLeases), as this package imports no
 // lease adapter.
-//
-// It is a package of its own, not package migrate, because the lease
-// stores' tests import migrate (through migrate/advancetest): the
-// commands' imports (config, the SQL drivers) must not follow them there.
 package cmd
 
 import (
@@ -18,16 +14,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/idalloc/idalloc/config"
+	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 )
 
 // migrateUsage heads the flag list of `idalloc migrate -h`.
-const migrateUsage = `Usage: idalloc migrate [-from-driver sqlite|mysql|postgres|leaf|tinyid] [-from-dsn DSN]
-                       [-from-engine mysql|postgres|sqlite] [-to-driver mysql|postgres|sqlite]
+var migrateUsage = `Usage: idalloc migrate [-from-driver ` + strings.Join(drivers.SQL(), "|") + `|leaf|tinyid] [-from-dsn DSN]
+                       [-from-engine ` + strings.Join(store.DriverNames(), "|") + `] [-to-driver ` + strings.Join(store.DriverNames(), "|") + `]
                        -to-dsn DSN [-init-schema] [-force] [-region-count R -region-id r]
                        [-skip-tags NAME,...]
 
@@ -130,10 +128,10 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(fs.Output(), migrateUsage)
 		fs.PrintDefaults()
 	}
-	fromDriver := fs.String("from-driver", "sqlite", "source: sqlite, mysql, postgres, leaf (a Leaf leaf_alloc table on MySQL) or tinyid (a Tinyid tiny_id_info table)")
+	fromDriver := fs.String("from-driver", drivers.SQLite, "source: "+strings.Join(drivers.SQL(), ", ")+", leaf (a Leaf leaf_alloc table on MySQL) or tinyid (a Tinyid tiny_id_info table)")
 	fromDSN := fs.String("from-dsn", "idalloc.db", "source DSN: a file path for sqlite, user:pass@tcp(host:3306)/db for mysql and leaf, postgres://user:pass@host:5432/db for postgres (required but for sqlite)")
-	fromEngine := fs.String("from-engine", "mysql", "the database a tinyid source is on: mysql, postgres or sqlite (its -from-dsn as that driver takes it)")
-	toDriver := fs.String("to-driver", "mysql", "target driver: mysql, postgres or sqlite")
+	fromEngine := fs.String("from-engine", drivers.MySQL, "the database a tinyid source is on: "+engines+" (its -from-dsn as that driver takes it)")
+	toDriver := fs.String("to-driver", drivers.MySQL, "target driver: "+engines)
 	toDSN := fs.String("to-dsn", "", "target DSN (required)")
 	initSchema := fs.Bool("init-schema", false, "prepare a MySQL or PostgreSQL target first: create missing tables, add the number-format columns, turn MySQL TIMESTAMP columns into DATETIME(3)")
 	force := fs.Bool("force", false, "copy a source still in use (a serving instance): IDs it issues after the copy may repeat on the target")
@@ -155,7 +153,8 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	}
 	fromDSNSet := false
 	fs.Visit(func(f *flag.Flag) { fromDSNSet = fromDSNSet || f.Name == "from-dsn" })
-	if !fromDSNSet && *fromDriver != "sqlite" {
+	fromEngineOf, _ := store.DriverNamed(*fromDriver) // leaf and tinyid are none
+	if !fromDSNSet && !fromEngineOf.Embedded {
 		return fmt.Errorf("-from-dsn is required with -from-driver %s", *fromDriver)
 	}
 	set := map[string]bool{}
@@ -183,7 +182,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 	// Before the source is opened: SQLiteHolder would report this
 	// process's own locks on the file (on Linux), and its close drops them.
 	var inUse []string
-	if *fromDriver == "sqlite" {
+	if fromEngineOf.Embedded {
 		why, err := sqliteInUse(*fromDSN)
 		if err != nil {
 			return fmt.Errorf("open source: %w", err)
@@ -266,17 +265,17 @@ type tagSource interface {
 // openSource opens the source read-only: migrate never writes to it.
 // engine is the database a tinyid source is on.
 func openSource(ctx context.Context, driver, engine, dsn string) (source, error) {
+	if d, ok := store.DriverNamed(driver); ok {
+		return d.OpenReadOnly(ctx, dsn)
+	}
 	switch driver {
-	case "sqlite":
-		return store.OpenSQLiteReadOnly(ctx, dsn)
-	case "mysql":
-		return store.OpenMySQLReadOnly(ctx, dsn)
-	case "postgres":
-		return store.OpenPostgresReadOnly(ctx, dsn)
 	case "leaf":
 		return store.OpenLeaf(ctx, dsn)
 	case "tinyid":
 		return store.OpenTinyid(ctx, engine, dsn)
 	}
-	return nil, fmt.Errorf("unknown driver %q (want sqlite, mysql, postgres, leaf or tinyid)", driver)
+	return nil, fmt.Errorf("unknown driver %q (want %s, leaf or tinyid)", driver, strings.Join(drivers.SQL(), ", "))
 }
+
+// engines lists the SQL engines a target or a Tinyid source may be on.
+var engines = drivers.Or(store.DriverNames())

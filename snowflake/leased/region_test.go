@@ -82,3 +82,45 @@ func TestSourceRegionsSplitWorkerIDs(t *testing.T) {
 		}
 	})
 }
+
+// TestRegionLeaseNames: in region 1 of 2 with 2 worker bits the store
+// grants worker IDs 0 and 1; the instance's own lease shows the worker ID
+// its IDs carry (2 or 3), and the lease service the layout's highest
+// worker ID (3), not the region's share (1).
+func TestRegionLeaseNames(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		layout, err := snowflake.NewLayout(time.Time{}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, n, err := layout.RegionWorkerIDs(2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := skewed(toNov2026)
+		svc := newService(t, workerlease.NewMemoryStore(now), workerlease.Config{TTL: testTTL, MaxWorkerID: n - 1, Now: now})
+		k, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := leased.New(k, layout, snowflake.Settings{WorkerID: first, Now: now, Sleep: time.Sleep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.Start(t.Context())
+		synctest.Wait()
+		granted, ok := k.Lease()
+		if !ok {
+			t.Fatal("the keeper holds no lease")
+		}
+		own, ok := leased.OwnLease{Keeper: k, Source: src}.Lease()
+		if !ok || own.WorkerID != first+granted.WorkerID || own.Token != granted.Token {
+			t.Errorf("own lease %+v, %v; want the granted %+v under worker ID %d", own, ok, granted, first+granted.WorkerID)
+		}
+		leases := leased.LayoutLeases{Service: svc, Layout: layout}
+		if got, want := leases.MaxWorkerID(), layout.MaxWorkerID(); got != want || svc.MaxWorkerID() != n-1 {
+			t.Errorf("MaxWorkerID %d (the service's %d), want the layout's %d (the region's %d)", got, svc.MaxWorkerID(), want, n-1)
+		}
+		(&holder{k, src}).close(t)
+	})
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 )
 
 func accessCases() []testCase {
@@ -36,7 +37,7 @@ func entry(action access.Action, subject, detail string) access.Entry {
 }
 
 // mustTokens lists the tokens or fails t.
-func mustTokens(t *testing.T, st Store) []access.StoredToken {
+func mustTokens(t *testing.T, st store.Store) []access.StoredToken {
 	t.Helper()
 	toks, err := st.Tokens(t.Context())
 	if err != nil {
@@ -46,7 +47,7 @@ func mustTokens(t *testing.T, st Store) []access.StoredToken {
 }
 
 // mustAuditLog reads the whole audit log or fails t.
-func mustAuditLog(t *testing.T, st Store) []access.Entry {
+func mustAuditLog(t *testing.T, st store.Store) []access.Entry {
 	t.Helper()
 	es, err := st.AuditLog(t.Context(), access.MaxAuditLimit)
 	if err != nil {
@@ -203,7 +204,7 @@ func testAuditLog(t *testing.T, db DB) {
 		t.Fatalf("a new database's audit log = %+v, want none", es)
 	}
 	other := db.Open(t)
-	for i, h := range []Store{st, other, st, other, st} {
+	for i, h := range []store.Store{st, other, st, other, st} {
 		detail := fmt.Sprintf(`{"step":%d}`, i)
 		if err := h.Audit(ctx, entry(access.ActionTagCreate, fmt.Sprintf("tag%d", i), detail)); err != nil {
 			t.Fatalf("Audit #%d: %v", i, err)
@@ -233,7 +234,7 @@ func testAuditLog(t *testing.T, db DB) {
 // " | ": what a test looks through for what must not be there.
 func (db DB) rows(tb testing.TB, query string) []string {
 	tb.Helper()
-	x, err := sql.Open(db.sqlDriver(), db.DSN)
+	x, err := sql.Open(db.driver(tb).sqlName, db.DSN)
 	if err != nil {
 		tb.Fatalf("open %s: %v", db.Driver, err)
 	}

@@ -43,13 +43,13 @@ const noLimit = 999_999
 // periodTag creates the tag whose counters a case fetches. A sequential
 // row will do: a counter reads only its tag's existence and step, and a
 // dated row is segment's to allow (testDatedCreate).
-func periodTag(t *testing.T, st Store, step int64) {
+func periodTag(t *testing.T, st store.Store, step int64) {
 	t.Helper()
 	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: step})
 }
 
 // mustFetchPeriod fetches or fails t.
-func mustFetchPeriod(t *testing.T, st Store, stamp, start, limit, step int64) segment.Fetched {
+func mustFetchPeriod(t *testing.T, st store.Store, stamp, start, limit, step int64) segment.Fetched {
 	t.Helper()
 	f, err := st.FetchPeriod(t.Context(), "orders", stamp, start, limit, step)
 	if err != nil {
@@ -301,7 +301,7 @@ func counter(stamp, maxID int64) store.PeriodCounter {
 }
 
 // periods lists st's counters.
-func periods(t *testing.T, st Store) []store.PeriodCounter {
+func periods(t *testing.T, st store.Store) []store.PeriodCounter {
 	t.Helper()
 	got, err := st.(carrier).Periods(t.Context())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 )
 
 func formatCases() []testCase {
@@ -29,7 +30,7 @@ func testKey(size int) []byte {
 }
 
 // tagsByName lists st's tags by app_tag.
-func tagsByName(t *testing.T, st Store) map[string]segment.Tag {
+func tagsByName(t *testing.T, st store.Store) map[string]segment.Tag {
 	t.Helper()
 	tags, err := st.Tags(t.Context())
 	if err != nil {
@@ -66,7 +67,7 @@ func testFormatsRoundTrip(t *testing.T, db DB) {
 		seeded:    {Format: segment.FormatSequential, MaxID: 0},
 	}
 	// A second handle reads what the first wrote, from the database.
-	for _, h := range []Store{st, db.Open(t)} {
+	for _, h := range []store.Store{st, db.Open(t)} {
 		got := tagsByName(t, h)
 		for name, w := range want {
 			g, ok := got[name]
@@ -150,7 +151,7 @@ func testStartRoundTrip(t *testing.T, db DB) {
 	}
 	// The seeded row has start 1, and a start 0 is stored as the 1 it means.
 	want := map[string]int64{seeded: 1, "plain": 1, "seq": 500, "big": segment.MaxUsableID, "fixed": 12_345_678, "scr": 1}
-	check := func(when string, h Store) {
+	check := func(when string, h store.Store) {
 		t.Helper()
 		got := tagsByName(t, h)
 		for name, w := range want {

@@ -32,8 +32,8 @@ func regionCases() []testCase {
 // nothing recorded; one whose tags issued nothing does. Each names the
 // tag IssuedTag must find, "" for none.
 func regionIssuedCases() []testCase {
-	fetch := func(tag string) func(*testing.T, Store) error {
-		return func(t *testing.T, st Store) error {
+	fetch := func(tag string) func(*testing.T, store.Store) error {
+		return func(t *testing.T, st store.Store) error {
 			_, err := st.Fetch(t.Context(), tag, segment.MaxUsableID, 0)
 			return err
 		}
@@ -42,8 +42,8 @@ func regionIssuedCases() []testCase {
 	fixed := segment.Tag{AppTag: "fixed", Step: 10, Format: segment.FormatFixedLength, Length: 4}
 	daily := segment.Tag{AppTag: "daily", Step: 10, Format: segment.FormatDated, Length: 6, Start: 100,
 		FormatSpec: "v1;period=day;time_zone=UTC;prefix=;separator="}
-	create := func(tags ...segment.Tag) func(*testing.T, Store) error {
-		return func(t *testing.T, st Store) error {
+	create := func(tags ...segment.Tag) func(*testing.T, store.Store) error {
+		return func(t *testing.T, st store.Store) error {
 			for _, tg := range tags {
 				if err := st.CreateTag(t.Context(), tg); err != nil {
 					return err
@@ -52,8 +52,8 @@ func regionIssuedCases() []testCase {
 			return nil
 		}
 	}
-	then := func(steps ...func(*testing.T, Store) error) func(*testing.T, Store) error {
-		return func(t *testing.T, st Store) error {
+	then := func(steps ...func(*testing.T, store.Store) error) func(*testing.T, store.Store) error {
+		return func(t *testing.T, st store.Store) error {
 			for _, step := range steps {
 				if err := step(t, st); err != nil {
 					return err
@@ -64,12 +64,12 @@ func regionIssuedCases() []testCase {
 	}
 	cases := []struct {
 		name   string
-		before func(*testing.T, Store) error
+		before func(*testing.T, store.Store) error
 		issued string
 	}{
 		{"a new database, test_business unused", create(), ""},
 		{"tags created, none used", create(seq, fixed, daily), ""},
-		{"every ID fetched given back", func(t *testing.T, st Store) error {
+		{"every ID fetched given back", func(t *testing.T, st store.Store) error {
 			f, err := st.Fetch(t.Context(), "test_business", segment.MaxUsableID, 0)
 			if err == nil {
 				_, err = st.GiveBack(t.Context(), "test_business", f.MaxID, 0)
@@ -79,7 +79,7 @@ func regionIssuedCases() []testCase {
 		{"test_business used", fetch("test_business"), "test_business"},
 		{"a tag with a start used", then(create(seq), fetch("seq")), "seq"},
 		{"a fixed_length tag used", then(create(fixed), fetch("fixed")), "fixed"},
-		{"a dated tag's counter moved", then(create(daily), func(t *testing.T, st Store) error {
+		{"a dated tag's counter moved", then(create(daily), func(t *testing.T, st store.Store) error {
 			_, err := st.FetchPeriod(t.Context(), "daily", day1, daily.Start, noLimit, 0)
 			return err
 		}), "daily"},
@@ -97,7 +97,7 @@ func regionIssuedCases() []testCase {
 // and CheckRegion to it: a single region always served; region 1 of 2
 // recorded when want is "", else refused naming want and idalloc migrate,
 // nothing recorded.
-func testRegionIssued(t *testing.T, db DB, before func(*testing.T, Store) error, want string) {
+func testRegionIssued(t *testing.T, db DB, before func(*testing.T, store.Store) error, want string) {
 	st := db.Open(t)
 	if err := before(t, st); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func testRegionConcurrent(t *testing.T, db DB) {
 	const n = 6
 	got := make([]segment.Region, n)
 	errs := make([]error, n)
-	handles := make([]Store, n)
+	handles := make([]store.Store, n)
 	for i := range handles {
 		handles[i] = db.Open(t)
 	}

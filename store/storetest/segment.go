@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 )
 
 // seeded is the row schema.sql seeds.
@@ -39,7 +40,7 @@ func segmentCases() []testCase {
 }
 
 // mustFetch fetches, with no limit a test reaches, or fails t.
-func mustFetch(t *testing.T, st Store, tag string, step int64) segment.Fetched {
+func mustFetch(t *testing.T, st store.Store, tag string, step int64) segment.Fetched {
 	t.Helper()
 	f, err := st.Fetch(t.Context(), tag, segment.MaxUsableID, step)
 	if err != nil {
@@ -48,7 +49,7 @@ func mustFetch(t *testing.T, st Store, tag string, step int64) segment.Fetched {
 	return f
 }
 
-func mustCreate(t *testing.T, st Store, tag segment.Tag) {
+func mustCreate(t *testing.T, st store.Store, tag segment.Tag) {
 	t.Helper()
 	if err := st.CreateTag(t.Context(), tag); err != nil {
 		t.Fatalf("CreateTag(%+v): %v", tag, err)
@@ -56,7 +57,7 @@ func mustCreate(t *testing.T, st Store, tag segment.Tag) {
 }
 
 // maxID reads the tag's max_id through Tags.
-func maxID(t *testing.T, st Store, tag string) int64 {
+func maxID(t *testing.T, st store.Store, tag string) int64 {
 	t.Helper()
 	tags, err := st.Tags(t.Context())
 	if err != nil {
@@ -163,7 +164,7 @@ func testFetchLimit(t *testing.T, db DB) {
 }
 
 // mustFetchTo fetches up to limit or fails t.
-func mustFetchTo(t *testing.T, st Store, tag string, limit, step int64) segment.Fetched {
+func mustFetchTo(t *testing.T, st store.Store, tag string, limit, step int64) segment.Fetched {
 	t.Helper()
 	f, err := st.Fetch(t.Context(), tag, limit, step)
 	if err != nil {

@@ -6,8 +6,8 @@
 // the region a database serves, and of access.Store, the tokens and the
 // audit log) against one driver,
 // and LeaseTarget(driver) is the target on which workerlease's own suite
-// (leasetest) and snowflake/leased's of layouts (layouttest) run; package
-// store runs all three for every driver of Drivers, the one list of them.
+// (leasetest) and snowflake/leased's of layouts (internal/layouttest)
+// run; package store runs all three for every driver of Drivers.
 //
 // Other packages' tests get fresh databases from Drivers:
 //
@@ -39,29 +39,19 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/access"
-	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake/leased"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
-
-// Store is what every driver of package store provides.
-type Store interface {
-	segment.Store
-	segment.PeriodStore
-	segment.RegionStore
-	workerlease.Store
-	access.Store
-	leased.LayoutRecorder
-	Close() error
-}
 
 // Driver names a store driver and makes fresh databases for it.
 type Driver struct {
@@ -72,10 +62,30 @@ type Driver struct {
 	// test_business row, removed at tb's cleanup. It skips tb when the
 	// driver cannot run here.
 	NewDB func(tb testing.TB) DB
+	// sqlName is its database/sql driver's name, for connections of a
+	// test's own outside the store.
+	sqlName string
+	// utcConn returns the dsn and the statement for a connection that
+	// reads and writes times as the store does (exec).
+	utcConn func(tb testing.TB, dsn, stmt string) (connDSN, boundStmt string)
+	// millis says its time columns hold Unix milliseconds (timeValue).
+	millis bool
+}
+
+// driver returns db's entry of Drivers.
+func (db DB) driver(tb testing.TB) Driver {
+	tb.Helper()
+	for _, d := range Drivers() {
+		if d.Name == db.Driver {
+			return d
+		}
+	}
+	tb.Fatalf("unknown driver %q", db.Driver)
+	return Driver{}
 }
 
 // Open returns one handle on a fresh database.
-func (d Driver) Open(tb testing.TB) Store {
+func (d Driver) Open(tb testing.TB) store.Store {
 	tb.Helper()
 	return d.NewDB(tb).Open(tb)
 }
@@ -88,7 +98,7 @@ type DB struct {
 
 // Open returns a new handle on db with connections of its own, closed at
 // tb's cleanup. It fails tb when the database cannot be opened.
-func (db DB) Open(tb testing.TB) Store {
+func (db DB) Open(tb testing.TB) store.Store {
 	tb.Helper()
 	st, err := db.open(false)
 	if err != nil {
@@ -107,19 +117,11 @@ func (db DB) Open(tb testing.TB) Store {
 // the database cannot be opened.
 func (db DB) OpenReadOnly(tb testing.TB) *store.ReadOnly {
 	tb.Helper()
-	var (
-		r   *store.ReadOnly
-		err error
-	)
-	ctx := context.Background()
-	switch db.Driver {
-	case "sqlite":
-		r, err = store.OpenSQLiteReadOnly(ctx, db.DSN)
-	case "postgres":
-		r, err = store.OpenPostgresReadOnly(ctx, db.DSN)
-	default:
-		r, err = store.OpenMySQLReadOnly(ctx, db.DSN)
+	d, ok := store.DriverNamed(db.Driver)
+	if !ok {
+		tb.Fatalf("no driver %q in store.Drivers", db.Driver)
 	}
+	r, err := d.OpenReadOnly(context.Background(), db.DSN)
 	if err != nil {
 		tb.Fatalf("open %s read-only: %v", db.Driver, err)
 	}
@@ -131,7 +133,7 @@ func (db DB) OpenReadOnly(tb testing.TB) *store.ReadOnly {
 // operator's client would: for faults the store itself never makes.
 func (db DB) Exec(tb testing.TB, stmts ...string) {
 	tb.Helper()
-	x, err := sql.Open(db.sqlDriver(), db.DSN)
+	x, err := sql.Open(db.driver(tb).sqlName, db.DSN)
 	if err != nil {
 		tb.Fatalf("open %s: %v", db.Driver, err)
 	}
@@ -141,14 +143,6 @@ func (db DB) Exec(tb testing.TB, stmts ...string) {
 			tb.Fatalf("%s: %v", stmt, err)
 		}
 	}
-}
-
-// sqlDriver is the database/sql driver name of db's driver.
-func (db DB) sqlDriver() string {
-	if db.Driver == "postgres" {
-		return "pgx"
-	}
-	return db.Driver
 }
 
 // create applies the schema to a new database by opening one handle.
@@ -166,39 +160,62 @@ func (db DB) create(tb testing.TB) DB {
 
 // open opens db through store.Open, the drivers' one switch. SQLite
 // always creates what is missing; initSchema prepares a MySQL database.
-func (db DB) open(initSchema bool) (Store, error) {
+func (db DB) open(initSchema bool) (store.Store, error) {
 	return store.Open(context.Background(), db.Driver, db.DSN, store.Options{InitSchema: initSchema})
 }
 
-// Drivers returns every driver: SQLite, MySQL and PostgreSQL. It is the
-// one list of them: package store runs both conformance suites on each,
-// and every other package's tests that need a real store loop over it.
+// Drivers returns every driver: SQLite, MySQL and PostgreSQL, each engine
+// of store.Drivers registered for tests (store's tests hold the two
+// lists equal). Package store runs both conformance suites on each, and
+// every other package's tests that need a real store loop over it.
 func Drivers() []Driver { return []Driver{SQLite(), MySQL(), Postgres()} }
 
 // SQLite is the embedded driver; its databases are files in tb.TempDir().
 func SQLite() Driver {
-	return Driver{Name: "sqlite", NewDB: func(tb testing.TB) DB {
-		tb.Helper()
-		return DB{Driver: "sqlite", DSN: filepath.Join(tb.TempDir(), "idalloc.db")}.create(tb)
-	}}
+	return Driver{Name: "sqlite", sqlName: "sqlite", millis: true,
+		NewDB: func(tb testing.TB) DB {
+			tb.Helper()
+			return DB{Driver: "sqlite", DSN: filepath.Join(tb.TempDir(), "idalloc.db")}.create(tb)
+		},
+		utcConn: func(_ testing.TB, dsn, stmt string) (string, string) {
+			return "file:" + (&url.URL{Path: dsn}).EscapedPath() + "?_pragma=busy_timeout(5000)", stmt
+		},
+	}
 }
 
 // MySQL is the MySQL driver; its databases are private ones made by
 // MySQLDSN, with schema.sql applied.
 func MySQL() Driver {
-	return Driver{Name: "mysql", NewDB: func(tb testing.TB) DB {
-		tb.Helper()
-		return DB{Driver: "mysql", DSN: MySQLDSN(tb)}.create(tb)
-	}}
+	return Driver{Name: "mysql", sqlName: "mysql",
+		NewDB: func(tb testing.TB) DB {
+			tb.Helper()
+			return DB{Driver: "mysql", DSN: MySQLDSN(tb)}.create(tb)
+		},
+		// A session whose time_zone is UTC, as the store's are.
+		utcConn: func(tb testing.TB, dsn, stmt string) (string, string) {
+			cfg, err := mysql.ParseDSN(dsn)
+			if err != nil {
+				tb.Fatalf("parse dsn: %v", err)
+			}
+			cfg.Loc = time.UTC
+			cfg.Params = map[string]string{"time_zone": "'+00:00'"}
+			return cfg.FormatDSN(), stmt
+		},
+	}
 }
 
 // Postgres is the PostgreSQL driver; its databases are private schemas
 // made by PostgresDSN, with schema_postgres.sql applied.
 func Postgres() Driver {
-	return Driver{Name: "postgres", NewDB: func(tb testing.TB) DB {
-		tb.Helper()
-		return DB{Driver: "postgres", DSN: PostgresDSN(tb)}.create(tb)
-	}}
+	return Driver{Name: "postgres", sqlName: "pgx",
+		NewDB: func(tb testing.TB) DB {
+			tb.Helper()
+			return DB{Driver: "postgres", DSN: PostgresDSN(tb)}.create(tb)
+		},
+		utcConn: func(_ testing.TB, dsn, stmt string) (string, string) {
+			return dsn, sqlx.Rebind(sqlx.DOLLAR, stmt)
+		},
+	}
 }
 
 // Run is the conformance suite: every case runs in parallel on a fresh

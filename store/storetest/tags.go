@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 )
 
 // tagCases prove what a tag list reloaded by change relies on
@@ -27,7 +28,7 @@ func tagCases() []testCase {
 }
 
 // tagsSince calls TagsSince or fails t.
-func tagsSince(t *testing.T, st Store, since time.Time, after string, limit int) ([]segment.Tag, time.Time) {
+func tagsSince(t *testing.T, st store.Store, since time.Time, after string, limit int) ([]segment.Tag, time.Time) {
 	t.Helper()
 	rows, asOf, err := st.TagsSince(t.Context(), since, after, limit)
 	if err != nil {

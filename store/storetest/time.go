@@ -4,14 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jmoiron/sqlx"
-
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
@@ -32,7 +29,7 @@ var after2038 = time.Date(2040, 6, 1, 12, 34, 56, 789e6, time.UTC)
 func testTimesAfter2038(t *testing.T, db DB) {
 	st := db.Open(t)
 	mustCreate(t, st, segment.Tag{AppTag: "orders", Step: 10})
-	db.exec(t, `UPDATE segments SET update_time = ? WHERE app_tag = 'orders'`, db.timeValue(after2038))
+	db.exec(t, `UPDATE segments SET update_time = ? WHERE app_tag = 'orders'`, db.timeValue(t, after2038))
 	tags, err := st.Tags(t.Context())
 	if err != nil {
 		t.Fatalf("Tags: %v", err)
@@ -46,7 +43,7 @@ func testTimesAfter2038(t *testing.T, db DB) {
 
 	l := mustAcquire(t, st, acquireRequest("token-a", 0))
 	db.exec(t, `UPDATE worker_leases SET expires_at = ? WHERE cluster = ? AND worker_id = ?`,
-		db.timeValue(after2038), cluster, l.WorkerID)
+		db.timeValue(t, after2038), cluster, l.WorkerID)
 	// Held until 2040 by the database's clock: nobody else gets the ID,
 	// its holder still renews and releases it.
 	if _, err := st.Acquire(t.Context(), acquireRequest("token-b", 0)); !errors.Is(err, workerlease.ErrNoWorkerID) {
@@ -64,8 +61,8 @@ func testTimesAfter2038(t *testing.T, db DB) {
 // timeValue is tm as the driver's time columns hold it: SQLite's are Unix
 // milliseconds, MySQL's DATETIME(3) in UTC, PostgreSQL's an instant
 // (TIMESTAMPTZ).
-func (db DB) timeValue(tm time.Time) any {
-	if db.Driver == "sqlite" {
+func (db DB) timeValue(tb testing.TB, tm time.Time) any {
+	if db.driver(tb).millis {
 		return tm.UnixMilli()
 	}
 	return tm.UTC()
@@ -76,25 +73,9 @@ func (db DB) timeValue(tm time.Time) any {
 // store's are.
 func (db DB) exec(t *testing.T, stmt string, args ...any) {
 	t.Helper()
-	var driver, dsn string
-	switch db.Driver {
-	case "sqlite":
-		driver, dsn = "sqlite", "file:"+(&url.URL{Path: db.DSN}).EscapedPath()+"?_pragma=busy_timeout(5000)"
-	case "mysql":
-		cfg, err := mysql.ParseDSN(db.DSN)
-		if err != nil {
-			t.Fatalf("parse dsn: %v", err)
-		}
-		cfg.Loc = time.UTC
-		cfg.Params = map[string]string{"time_zone": "'+00:00'"}
-		driver, dsn = "mysql", cfg.FormatDSN()
-	case "postgres":
-		driver, dsn = "pgx", db.DSN
-		stmt = sqlx.Rebind(sqlx.DOLLAR, stmt)
-	default:
-		t.Fatalf("unknown driver %q", db.Driver)
-	}
-	raw, err := sql.Open(driver, dsn)
+	d := db.driver(t)
+	dsn, stmt := d.utcConn(t, db.DSN, stmt)
+	raw, err := sql.Open(d.sqlName, dsn)
 	if err != nil {
 		t.Fatalf("open %s: %v", db.Driver, err)
 	}
@@ -116,7 +97,7 @@ func acquireRequest(token string, maxWorkerID int64) workerlease.AcquireRequest 
 	}
 }
 
-func mustAcquire(t *testing.T, st Store, req workerlease.AcquireRequest) workerlease.Lease {
+func mustAcquire(t *testing.T, st store.Store, req workerlease.AcquireRequest) workerlease.Lease {
 	t.Helper()
 	l, err := st.Acquire(t.Context(), req)
 	if err != nil {
@@ -125,7 +106,7 @@ func mustAcquire(t *testing.T, st Store, req workerlease.AcquireRequest) workerl
 	return l
 }
 
-func mustRenew(t *testing.T, st Store, l workerlease.Lease, lastTimestampMS int64) workerlease.Lease {
+func mustRenew(t *testing.T, st store.Store, l workerlease.Lease, lastTimestampMS int64) workerlease.Lease {
 	t.Helper()
 	r, err := st.Renew(t.Context(), l.Cluster, l.WorkerID, l.Token, time.Minute, lastTimestampMS)
 	if err != nil {

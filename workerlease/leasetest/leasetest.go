@@ -23,7 +23,7 @@
 // brings a forgotten lease back on a renewal, and so makes a Session wait
 // out the forgotten holder, who stops at its next renewal. How a store keeps a
 // cluster's snowflake layout beside its leases is snowflake/leased's
-// concern, and its suite (layouttest) runs on the same Target.
+// concern, and its suite (internal/layouttest) runs on the same Target.
 package leasetest
 
 import (

@@ -1,6 +1,7 @@
-// Package layouttest is the conformance suite of leased.LayoutRecorder:
-// the cases every lease store of this module passes for the snowflake
-// layouts it keeps beside its leases. It runs on the stores' leasetest
+// Package layouttest is the conformance suite of Recorder
+// (Recorder here, so that the lease adapters' tests need not import
+// leased): the cases every lease store of this module passes for the
+// snowflake layouts it keeps beside its leases. It runs on the stores' leasetest
 // targets, since a layout record lives and is forgotten with the leases:
 //
 //	tg := leasetest.Target{…}
@@ -22,15 +23,20 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
 const epoch = int64(1_767_225_600_000) // 2026-01-01, the default
 
+// Recorder is Recorder: a store's record of each cluster's
+// snowflake layout.
+type Recorder interface {
+	CheckLayout(ctx context.Context, cluster string, epochMS int64, workerBits int) error
+}
+
 // Run runs every case in parallel, each on a fresh namespace of tg, whose
-// handles must be leased.LayoutRecorders. It skips t when the store cannot
+// handles must be Recorders. It skips t when the store cannot
 // run here.
 func Run(t *testing.T, tg leasetest.Target) {
 	tg.Fresh(t) // a probe: skips the whole suite in one line
@@ -56,9 +62,9 @@ func Run(t *testing.T, tg leasetest.Target) {
 }
 
 // recorder returns st's layout record, failing t if st keeps none.
-func recorder(t *testing.T, st workerlease.Store) leased.LayoutRecorder {
+func recorder(t *testing.T, st workerlease.Store) Recorder {
 	t.Helper()
-	rec, ok := st.(leased.LayoutRecorder)
+	rec, ok := st.(Recorder)
 	if !ok {
 		t.Fatalf("%T has no CheckLayout(ctx, cluster, epochMS, workerBits): "+
 			"every lease store of an idalloc cluster records its snowflake layouts", st)
@@ -68,7 +74,7 @@ func recorder(t *testing.T, st workerlease.Store) leased.LayoutRecorder {
 
 // check fails t unless rec's CheckLayout answers want (nil, or an error
 // wrapping it).
-func check(t *testing.T, rec leased.LayoutRecorder, cluster string, epochMS int64, bits int, want error) {
+func check(t *testing.T, rec Recorder, cluster string, epochMS int64, bits int, want error) {
 	t.Helper()
 	if err := rec.CheckLayout(t.Context(), cluster, epochMS, bits); !errors.Is(err, want) {
 		t.Errorf("CheckLayout(%s, %d, %d) = %v, want %v", cluster, epochMS, bits, err, want)
@@ -111,7 +117,7 @@ func testForgets(t *testing.T, ns leasetest.Namespace) {
 // testUnreachable: CheckLayout on a store that does not answer ends within
 // its deadline with an error that is no mismatch: the layout gate retries
 // it.
-func testUnreachable(t *testing.T, rec leased.LayoutRecorder) {
+func testUnreachable(t *testing.T, rec Recorder) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	start := time.Now()

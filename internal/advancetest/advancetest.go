@@ -19,14 +19,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// Store is a lease store with AdvanceLeases.
+// Store is a lease store with AdvanceLeases (migrate.Leases, here so that
+// the lease adapters' tests need not import migrate).
 type Store interface {
 	workerlease.Store
-	migrate.Leases
+	AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each func(cluster string, workerID, fromMS, toMS int64)) error
 }
 
 // Fresh returns a handle on a fresh, empty namespace, closed and removed

@@ -1,4 +1,7 @@
-package main
+// Package gcpace sets the garbage collector's pace (GOGC) from the live
+// heap: a process whose live heap is small collects a quarter as often as
+// at Go's default, one whose live heap is large as often as at the default.
+package gcpace
 
 import (
 	"runtime/debug"
@@ -33,11 +36,11 @@ func gcPercentFor(live uint64) int {
 	return max(100, min(gcPercent, int(100*gcHeadroom/live)/50*50))
 }
 
-// paceGC sets the collector's pace, and sets it again every gcRecheck from
+// Start sets the collector's pace, and sets it again every gcRecheck from
 // the live heap the last collection found, until the stop it returns is
 // called, which waits for its goroutine to end. It is for when GOGC is not
 // set: GOGC wins as usual.
-func paceGC() (stop func()) {
+func Start() (stop func()) {
 	cur := gcPercent
 	debug.SetGCPercent(cur)
 	done, stopped := make(chan struct{}), make(chan struct{})
