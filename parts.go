@@ -97,8 +97,8 @@ func buildParts(ctx context.Context, cfg config.Settings, initSchema bool, log *
 	}
 	if p.guard != nil {
 		closers = append(closers, func() { _ = p.guard.Close() })
-		if err := checkAdminToken(ctx, cfg, st); err != nil {
-			return p, closeAll, err
+		if err := access.CheckAdminToken(ctx, st, cfg.AdminToken); err != nil {
+			return p, closeAll, fmt.Errorf("%s: %w", cfg.Origin("admin_token"), err)
 		}
 	}
 	if p.admin, err = access.NewAdmin(st, segment.ValidTag, p.guard, cfg.AdminToken); err != nil {
@@ -132,23 +132,6 @@ func startGuard(ctx context.Context, cfg config.Settings, st access.Store, log *
 	}
 	log.Warn("per-tag tokens unavailable (alloc_auth is off): AUTH over RESP takes admin_token only", "err", err)
 	return nil, nil
-}
-
-// checkAdminToken refuses an admin_token that a per-tag token has as its
-// secret (access.TokenWithSecret): idalloc migrate may have imported such
-// a Tinyid token. The fix is another admin_token; the tag token stays.
-func checkAdminToken(ctx context.Context, cfg config.Settings, st access.Store) error {
-	if cfg.AdminToken == "" {
-		return nil
-	}
-	switch name, found, err := access.TokenWithSecret(ctx, st, cfg.AdminToken); {
-	case err != nil:
-		return fmt.Errorf("check admin_token against the per-tag tokens: %w", err)
-	case found:
-		return fmt.Errorf("%s: the per-tag token %q has it as its secret, so its holders would have admin rights: choose another admin_token",
-			cfg.Origin("admin_token"), name)
-	}
-	return nil
 }
 
 // gateSnowflake starts the keeper once the cluster's snowflake layout has

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 
 	"github.com/idalloc/idalloc/errs"
@@ -127,20 +128,24 @@ func validSecret(s string) bool {
 // /tokens/{name}), a log line and SQL alike.
 func ValidName(s string) bool { return naming.Valid(s) }
 
-// TokenWithSecret returns the name of the per-tag token st keeps whose
-// secret is secret, and false when none has it. An admin_token must be no
-// tag token's secret (docs/api.md §15), or that token's holders would have
-// admin rights.
-func TokenWithSecret(ctx context.Context, st Store, secret string) (string, bool, error) {
+// CheckAdminToken refuses an admin token that a per-tag token st keeps
+// has as its secret (docs/api.md §15): that token's holders would have
+// admin rights. idalloc migrate may have imported such a Tinyid token; the
+// fix is another admin_token, the tag token stays. An empty admin token
+// passes.
+func CheckAdminToken(ctx context.Context, st Store, admin string) error {
+	if admin == "" {
+		return nil
+	}
 	toks, err := st.Tokens(ctx)
 	if err != nil {
-		return "", false, err
+		return fmt.Errorf("check admin_token against the per-tag tokens: %w", err)
 	}
-	hash := HashToken(secret)
+	hash := HashToken(admin)
 	for _, t := range toks {
 		if t.Hash == hash {
-			return t.Name, true, nil
+			return fmt.Errorf("the per-tag token %q has it as its secret, so its holders would have admin rights: choose another admin_token", t.Name)
 		}
 	}
-	return "", false, nil
+	return nil
 }

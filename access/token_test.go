@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,26 +63,28 @@ func TestMadeSecrets(t *testing.T) {
 	}
 }
 
-// TestTokenWithSecret: the token whose secret it is, none for another
-// secret, and the store's error when it cannot list them.
-func TestTokenWithSecret(t *testing.T) {
+// TestCheckAdminToken: refused when a tag token has it as its secret,
+// naming that token; passed for another secret or none; the store's error
+// when it cannot list them.
+func TestCheckAdminToken(t *testing.T) {
 	st := newMemStore()
 	if err := st.CreateToken(t.Context(), access.StoredToken{Name: "svc", Hash: access.HashToken("s3cret")}, access.Entry{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		secret, want string
-		found        bool
+		admin, want string
 	}{
-		{"s3cret", "svc", true},
-		{"other", "", false},
+		{"s3cret", `the per-tag token "svc" has it as its secret`},
+		{"other", ""},
+		{"", ""},
 	} {
-		if name, found, err := access.TokenWithSecret(t.Context(), st, c.secret); err != nil || name != c.want || found != c.found {
-			t.Errorf("TokenWithSecret(%q) = %q, %v, %v; want %q, %v", c.secret, name, found, err, c.want, c.found)
+		err := access.CheckAdminToken(t.Context(), st, c.admin)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && !strings.Contains(got, c.want)) {
+			t.Errorf("CheckAdminToken(%q) = %v; want %q", c.admin, err, c.want)
 		}
 	}
 	st.setDown(true)
-	if _, _, err := access.TokenWithSecret(t.Context(), st, "s3cret"); err == nil {
-		t.Error("TokenWithSecret with the store down: no error")
+	if err := access.CheckAdminToken(t.Context(), st, "s3cret"); err == nil {
+		t.Error("CheckAdminToken with the store down: no error")
 	}
 }
