@@ -88,7 +88,7 @@ func TestServeRefusesArguments(t *testing.T) {
 
 // TestHelpGoesToStdout: the usage asked for goes to stdout, so that
 // `idalloc -help | less` pages it; a flag error, and the usage after it,
-// go to stderr. migrate/cmd's test of the same name holds the commands to
+// go to stderr. package migrate's test of the same name holds the commands to
 // it.
 func TestHelpGoesToStdout(t *testing.T) {
 	flagtest.Run(t, []flagtest.Case{

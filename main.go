@@ -19,7 +19,7 @@ import (
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/gcpace"
 	"github.com/idalloc/idalloc/leasestore"
-	"github.com/idalloc/idalloc/migrate/cmd"
+	"github.com/idalloc/idalloc/migrate"
 )
 
 func main() {
@@ -40,13 +40,13 @@ func main() {
 	}
 }
 
-// migrateMain and advanceMain run the tools (package migrate/cmd) on this
+// migrateMain and advanceMain run the tools (package migrate) on this
 // process's output and environment; advance gets the lease stores through
 // main (leasestore), as the tools import no lease adapter.
-func migrateMain(args []string) error { return cmd.Migrate(args, os.Stdout, os.Stderr) }
+func migrateMain(args []string) error { return migrate.Migrate(args, os.Stdout, os.Stderr) }
 
 func advanceMain(args []string) error {
-	return cmd.Advance(args, os.Stdout, os.Stderr, os.Environ(), leasestore.ForAdvance)
+	return migrate.Advance(args, os.Stdout, os.Stderr, os.Environ(), leasestore.ForAdvance)
 }
 
 func run(args []string) error {

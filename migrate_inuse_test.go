@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/migrate/cmd"
+	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -180,7 +180,7 @@ func TestMigrateRefusesASQLiteFileInUse(t *testing.T) {
 				args = append(args, "-force")
 			}
 			var out bytes.Buffer
-			err := cmd.Migrate(args, &out, &out)
+			err := migrate.Migrate(args, &out, &out)
 			got := out.String()
 			if err != nil {
 				got = err.Error() + "\n" + got

@@ -12,10 +12,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/idalloc/idalloc/advance"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/etcdlease"
-	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/redislease"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
@@ -26,7 +26,7 @@ import (
 type Main interface {
 	workerlease.Store
 	leased.LayoutRecorder
-	migrate.Leases
+	advance.Leases
 }
 
 // Store is an open lease store: where leases are kept, where snowflake
@@ -34,7 +34,7 @@ type Main interface {
 type Store struct {
 	workerlease.Store
 	Layouts leased.LayoutRecorder
-	Advance migrate.Leases
+	Advance advance.Leases
 	// persistence says whether the store keeps leases across its own
 	// restart (redislease.CheckPersistence); nil when there is nothing to
 	// ask.
@@ -85,7 +85,7 @@ func Open(main Main, driver, dsn string) (Store, error) {
 
 // ForAdvance opens the lease store c names for idalloc advance (a
 // cmd.OpenLeases): the one the server would use, opened as for the server.
-func ForAdvance(main store.Store, c config.LeaseConfig) (migrate.Leases, func(), error) {
+func ForAdvance(main store.Store, c config.LeaseConfig) (advance.Leases, func(), error) {
 	st, err := Open(main, c.Driver, c.DSN)
 	if err != nil {
 		return nil, nil, err

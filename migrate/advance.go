@@ -1,363 +1,302 @@
-// Package migrate holds idalloc's tools that work on a store's data rather
-// than serve it. Advance is the runbook step after a restore or a failover
-// (docs/api.md §3, "A store that forgets"): a database restored from a backup or
-// failed over to an asynchronous replica, or a Redis or etcd rebuilt, has
-// forgotten its last writes, so instances started afterwards would be
-// handed ranges and worker IDs that the lost writes gave out already.
-// Advance moves every tag's max_id past what the lost fetches could have
-// reserved, the counters of dated tags' current periods likewise
-// (dated.go), and every worker lease's last_timestamp_ms past any
-// timestamp a forgotten holder could have used, each by a compare-and-set
-// that never lowers it.
-//
-// The package imports the domain only: the stores come in through the
-// small interfaces Segments and Leases, which package store, redislease
-// and etcdlease implement, proven by the suite internal/advancetest. The
-// commands that open them are migrate/cmd's.
 package migrate
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"slices"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
+	"github.com/idalloc/idalloc/access"
+	"github.com/idalloc/idalloc/advance"
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
 )
 
-// Segments is a store whose tags Advance moves (package store's). Its
-// dated tags' counters move only if it is Periods too (package store's
-// through migrate/cmd's adapter).
-type Segments interface {
-	// Tags lists every row, ordered by app_tag.
-	Tags(ctx context.Context) ([]segment.Tag, error)
-	// AdvanceTag moves tag's max_id forward by by with a compare-and-set
-	// on the value read, read again after a lost race, and returns the
-	// max_id it moved from and to.
-	AdvanceTag(ctx context.Context, tag string, by int64) (from, to int64, err error)
+// advanceUsage heads the flag list of `idalloc advance -h`.
+const advanceUsage = `Usage: idalloc advance (-by COUNT | -for DURATION) [-tags a,b] [-instances N]
+                       [-lease-for DURATION] [-only segments|leases] [-dry-run]
+                       [-config PATH]
+
+The step to run after any restore or failover that may have lost writes: a
+database restored from a backup or failed over to an asynchronous replica,
+a Redis or etcd rebuilt or restored from a snapshot. It reads the same
+config file and IDALLOC_* variables as the server and moves, in the stores
+that config names:
+
+  - every tag's max_id (or those of -tags) forward by -by COUNT, or by an
+    estimate from -for DURATION, the span of the lost history: from when
+    the restored data was taken until the last instance that ran on the
+    lost writes stopped. The estimate is, per tag,
+      max(segment.max_step, the tag's step) × (DURATION in 15-minute
+      segments, rounded up, + 2) × -instances
+    since an instance below its step cap takes at most one cap per 15
+    minutes (the adaptive step doubles after a faster segment). A tag that
+    ran faster needs -by, from idalloc_ids_issued_total.
+  - for a dated tag, whose row's max_id counts nothing, the counters of its
+    periods instead, by this machine's clock in the tag's time zone (refused
+    when it is off the store's by more than dated.max_clock_skew): the
+    current and the previous period, the next one when it begins within a
+    minute, and with -for every period of the span. Each moves by -by, or by
+    the estimate with the step cap of dated tags (1/100 of a period's
+    numbers) over the span or the period, whichever is shorter. A move
+    stops at the period's last number: its numbers are spent then, which is
+    safe, and the tag answers period_exhausted until the next period.
+  - every worker lease's last_timestamp_ms, in every cluster, to at least
+    now + -lease-for (default: -for, and never less than snowflake.lease_ttl
+    + snowflake.max_drift_error, the longest a forgotten holder may still
+    issue IDs), so the next holder of each worker ID starts after it.
+
+In the database of one region of several (docs/api.md §13: region.count above
+1; the database's record says which, else the config), a tag's IDs are one
+number in region.count, and -by and the estimate count them: each max_id
+moves by region.count times as much.
+
+Each move is one compare-and-set, retried from the new value when an
+instance wrote in between; nothing is ever lowered. Bad input and unknown
+tags are refused before anything moves. It prints one line per tag (per
+period, for a dated tag) and per worker lease and a summary. Running it again moves everything further:
+harmless, but it spends numbers.
+
+Flags:
+`
+
+// OpenLeases opens the lease store c names (lease.driver) for the
+// deployment whose main store is st: st itself for "sql", or a Redis or an
+// etcd of its own. It returns the store and how to close what it opened.
+// main passes it: the adapters are main's to import, not this package's.
+type OpenLeases func(st store.Store, c config.LeaseConfig) (leases advance.Leases, closeLeases func(), err error)
+
+// Advance is `idalloc advance` with args, the arguments after the
+// command's name (see advanceUsage). It reads the config file and the
+// IDALLOC_* variables of environ (os.Environ's form) as the server does,
+// and opens the store they name and, for the leases, what openLeases
+// opens. Its report goes to stdout, a flag error and the usage after it
+// to stderr. The usage asked for (-h) goes to stdout and is no error.
+func Advance(args []string, stdout, stderr io.Writer, environ []string, openLeases OpenLeases) error {
+	return helpIsNoError(runAdvance(args, stdout, stderr, environ, openLeases))
 }
 
-// Leases is a lease store whose worker IDs Advance raises (package
-// store's, redislease's, etcdlease's).
-type Leases interface {
-	// AdvanceLeases raises every worker ID's last_timestamp_ms, in every
-	// cluster, to at least toMS, each by a compare-and-set that never
-	// lowers it, and calls each with the value before and after; with
-	// dryRun it writes nothing.
-	AdvanceLeases(ctx context.Context, toMS int64, dryRun bool, each func(cluster string, workerID, fromMS, toMS int64)) error
+// advanceFlags are advance's flags as given.
+type advanceFlags struct {
+	configPath     string
+	configRequired bool // -config was given
+	by             int64
+	forD           time.Duration
+	tags           []string
+	instances      int
+	leaseFor       time.Duration
+	segments       bool
+	leases         bool
+	dryRun         bool
 }
 
-// Advance is one run of idalloc advance. Run checks it first; a refusal
-// changes nothing.
-type Advance struct {
-	// Segments moves the tags' max_id.
-	Segments bool
-	// By moves each tag's max_id by this many. 0 sizes each move by
-	// Estimate instead; exactly one of By and Estimate.For is set.
-	By int64
-	// Estimate sizes each tag's move when By is 0.
-	Estimate Estimate
-	// Tags limits the move to these tags; nil means every tag.
-	Tags []string
-	// Region is the region the store serves (docs/api.md §13), the zero
-	// Region for none: in region ID of Count, By and the estimate count
-	// the region's IDs, each of which is every Count-th number, so a
-	// tag's max_id moves by Count times as much.
-	Region segment.Region
-	// MaxClockSkew is the instances' dated.max_clock_skew, the bound of
-	// their clocks and of this machine's by the store's, which the
-	// periods of dated tags are chosen by; 0 means
-	// segment.DefaultMaxClockSkew.
-	MaxClockSkew time.Duration
-
-	// Leases moves the worker leases' last_timestamp_ms.
-	Leases bool
-	// LeaseFor moves each worker ID's last_timestamp_ms to at least now +
-	// LeaseFor. 0 means Estimate.For, and never less than LeaseMin.
-	LeaseFor time.Duration
-	// LeaseMin is the least LeaseFor may be: the instances' lease TTL plus
-	// snowflake.max_drift_error, the longest a holder whose record the
-	// store forgot may go on issuing IDs before it has fenced itself. A
-	// new holder of its worker ID must start after that.
-	LeaseMin time.Duration
-
-	// DryRun reads and reports, and writes nothing.
-	DryRun bool
-	// Now is the clock LeaseFor counts from and dated tags' periods are
-	// read from; nil means time.Now.
-	Now func() time.Time
-	// Report receives each line of output; nil discards them.
-	Report func(line string)
-}
-
-// tally is what Run moved (or, in a dry run, would have moved).
-type tally struct {
-	Tags    int   // tags moved
-	Periods int   // periods of dated tags moved, among them
-	IDs     int64 // the sum of their moves
-	Leases  int   // worker IDs seen
-	Raised  int   // worker IDs raised (the others were past the floor)
-	ToMS    int64 // the leases' floor
-}
-
-// Check refuses what Run cannot do: nothing to move, -by and -for
-// together or neither, a negative or zero count or duration, an invalid
-// tag name, a LeaseFor below LeaseMin.
-func (a Advance) Check() error {
-	if !a.Segments && !a.Leases {
-		return errors.New("nothing to advance: neither tags nor leases")
+// parseAdvance reads advance's flags and refuses the combinations that make
+// no sense; advance.Advance.Check refuses the values. The usage asked
+// for goes to stdout, with a flag error to stderr.
+func parseAdvance(args []string, stdout, stderr io.Writer) (advanceFlags, error) {
+	var f advanceFlags
+	fs := flag.NewFlagSet("idalloc advance", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), advanceUsage)
+		fs.PrintDefaults()
 	}
-	if a.Segments {
-		switch {
-		case a.By < 0:
-			return fmt.Errorf("-by %d is negative", a.By)
-		case a.By > 0 && a.Estimate.For != 0:
-			return errors.New("-by and -for both given: give one")
-		case a.By == 0 && a.Estimate.For == 0:
-			return errors.New("give -by COUNT or -for DURATION: how far to move each tag")
-		case a.By == 0:
-			if err := a.Estimate.check(); err != nil {
-				return err
-			}
+	fs.StringVar(&f.configPath, "config", "config.json", "config file (JSON), as the server's")
+	fs.Int64Var(&f.by, "by", 0, "move each tag's max_id (a dated tag's period counters) forward by this many")
+	fs.DurationVar(&f.forD, "for", 0, "move each tag by an estimate for this span of lost history (e.g. 2h), and the leases to now + it")
+	tags := fs.String("tags", "", "comma-separated tags to move (default: every tag)")
+	fs.IntVar(&f.instances, "instances", 1, "instances that served the tags meanwhile, for -for's estimate")
+	fs.DurationVar(&f.leaseFor, "lease-for", 0, "move the leases to now + this (default: -for, at least snowflake.lease_ttl + snowflake.max_drift_error)")
+	only := fs.String("only", "", `"segments" or "leases": move only those (default: both)`)
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would move, and write nothing")
+	if err := config.ParseFlags(fs, args, stdout, stderr); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.configRequired = set["config"]
+	switch *only {
+	case "":
+		f.segments, f.leases = true, true
+	case "segments":
+		f.segments = true
+	case "leases":
+		f.leases = true
+	default:
+		return f, fmt.Errorf(`-only %q: want "segments" or "leases"`, *only)
+	}
+	for t := range strings.SplitSeq(*tags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			f.tags = append(f.tags, t)
 		}
-		for _, t := range a.Tags {
-			if !segment.ValidTag(t) {
-				return fmt.Errorf("-tags: %q is not a tag name (^[A-Za-z0-9_.:-]{1,64}$)", t)
-			}
+	}
+	switch {
+	case set["by"] && f.by < 1:
+		return f, fmt.Errorf("-by %d: must be at least 1", f.by)
+	case set["for"] && f.forD <= 0:
+		return f, fmt.Errorf("-for %s: must be positive", f.forD)
+	case set["lease-for"] && f.leaseFor <= 0:
+		return f, fmt.Errorf("-lease-for %s: must be positive", f.leaseFor)
+	case set["instances"] && !set["for"]:
+		return f, errors.New("-instances sizes -for's estimate: give it with -for")
+	case set["tags"] && len(f.tags) == 0:
+		return f, errors.New("-tags names no tag")
+	case !f.segments && (set["by"] || set["tags"]):
+		return f, errors.New("-only leases moves no tag: drop -by and -tags")
+	case !f.leases && set["lease-for"]:
+		return f, errors.New("-only segments moves no lease: drop -lease-for")
+	}
+	return f, nil
+}
+
+// advanceOf is the run f asks for under cfg, without its stores.
+func advanceOf(f advanceFlags, cfg config.Settings) advance.Advance {
+	a := advance.Advance{
+		Segments: f.segments,
+		Leases:   f.leases,
+		Tags:     f.tags,
+		LeaseFor: f.leaseFor,
+		LeaseMin: cfg.Snowflake.LeaseTTL.Duration() + cfg.Snowflake.MaxDriftError.Duration(),
+		DryRun:   f.dryRun,
+		// The instances' bound: the periods advance moves are chosen by
+		// this machine's clock, checked against the store's by it.
+		MaxClockSkew: cfg.Dated.MaxClockSkew.Duration(),
+	}
+	if f.segments {
+		a.By = f.by
+		if f.forD > 0 {
+			a.Estimate = advance.Estimate{For: f.forD, MaxStep: cfg.Segment.MaxStep, Instances: f.instances}
 		}
+	} else {
+		// -for with -only leases only says how far the leases move.
+		a.Estimate.For = f.forD
 	}
-	if a.Leases {
-		switch {
-		case a.LeaseFor < 0:
-			return fmt.Errorf("-lease-for %s is negative", a.LeaseFor)
-		case a.leaseFor() <= 0:
-			return errors.New("give -lease-for or -for: how far past now the leases move")
-		case a.LeaseFor > 0 && a.LeaseFor < a.LeaseMin:
-			return fmt.Errorf("-lease-for %s is below %s, snowflake.lease_ttl + snowflake.max_drift_error: "+
-				"a holder the store forgot may issue IDs that long", a.LeaseFor, a.LeaseMin)
-		}
-	}
-	return nil
+	return a
 }
 
-// leaseFor is how far past now the leases move.
-func (a Advance) leaseFor() time.Duration {
-	if a.LeaseFor > 0 {
-		return a.LeaseFor
-	}
-	return max(a.Estimate.For, a.LeaseMin)
-}
-
-// move is one tag's planned move, or one period's of a dated tag.
-type move struct {
-	tag   string
-	maxID int64 // as read; not for a period
-	by    int64
-
-	period              bool
-	stamp, start, limit int64 // a period's: dated's stamp, first and last number
-}
-
-// Run checks a, then moves the tags in segs and raises the leases in
-// leases (either nil when a leaves it), reporting one line per tag (per
-// period, for a dated tag) and per worker ID and a summary. Every tag is
-// checked before the first moves: an unknown tag, a move that would pass
-// a tag's last number (a fixed_length or scrambled tag's digits; a dated
-// period's move is clamped there instead), or dated tags with this
-// machine's clock off the store's, is refused with nothing changed. A
-// store failing midway leaves what moved moved (each line printed says
-// what); running again is safe, it only moves further.
-func (a Advance) Run(ctx context.Context, segs Segments, leases Leases) error {
-	if err := a.Check(); err != nil {
+// runAdvance is Advance, with flag.ErrHelp when the usage was asked for.
+func runAdvance(args []string, stdout, stderr io.Writer, environ []string, openLeases OpenLeases) error {
+	a, cfg, err := planAdvance(args, stdout, stderr, environ)
+	if err != nil {
 		return err
 	}
-	if a.Segments && segs == nil || a.Leases && leases == nil {
-		return errors.New("advance: no store to move")
+	a.Report = func(line string) { fmt.Fprintln(stdout, line) }
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, cfg.Driver, cfg.DSN, store.Options{})
+	if err != nil {
+		return store.OpenError(cfg.Driver, cfg.Origin("dsn"), err)
 	}
-	var sum tally
-	var p plan
+	defer st.Close()
 	if a.Segments {
-		var err error
-		if p, err = a.plan(ctx, segs); err != nil {
-			return err
-		}
-		if a.By == 0 {
-			a.say(a.Estimate.String())
-			if p.dated != "" {
-				a.say(a.Estimate.DatedString())
-			}
-		}
-		if r := a.Region.Normal(); !r.Single() {
-			a.say(fmt.Sprintf("%s: each tag's max_id moves by %d × the count, the region's IDs being one number in %d",
-				r, r.Count, r.Count))
-		}
-		if p.dated != "" {
-			a.say(p.dated)
-		}
-		for _, n := range p.notes {
-			a.say(n)
-		}
-	}
-	var counters map[periodOf]int64
-	if a.DryRun && p.dated != "" {
-		var err error
-		if counters, err = countersOf(ctx, p.periods); err != nil {
+		if a.Region, err = advanceRegion(ctx, st, cfg); err != nil {
 			return err
 		}
 	}
-	for i, m := range p.moves {
-		line, moved, err := a.apply(ctx, segs, p.periods, m, counters)
-		if err != nil {
-			a.say(a.summary(sum))
-			return err
-		}
-		if i == 0 || p.moves[i-1].tag != m.tag {
-			sum.Tags++
-		}
-		if m.period {
-			sum.Periods++
-		}
-		sum.IDs += moved
-		a.say(line)
-	}
+	var leases advance.Leases
 	if a.Leases {
-		sum.ToMS = a.now().Add(a.leaseFor()).UnixMilli()
-		err := leases.AdvanceLeases(ctx, sum.ToMS, a.DryRun, func(cluster string, workerID, fromMS, toMS int64) {
-			sum.Leases++
-			line := fmt.Sprintf("lease cluster %s worker %d: last_timestamp_ms ", cluster, workerID)
-			if toMS > fromMS {
-				sum.Raised++
-				line += fmt.Sprintf("%d → %d", fromMS, toMS)
-			} else {
-				line += fmt.Sprintf("%d, already at or past %d", fromMS, sum.ToMS)
-			}
-			a.say(line + a.dry())
-		})
+		ls, closeLeases, err := openLeases(st, cfg.Lease)
 		if err != nil {
-			a.say(a.summary(sum))
 			return err
 		}
+		defer closeLeases()
+		leases = ls
 	}
-	a.say(a.summary(sum))
+	if err := a.Run(ctx, advanceStore{st}, leases); err != nil {
+		return err
+	}
+	if !a.DryRun {
+		recordAdvance(ctx, st, a, stderr)
+	}
 	return nil
 }
 
-// apply makes move m (or, in a dry run, reports it from what was read)
-// and returns its line of output and how many IDs it moved.
-func (a Advance) apply(ctx context.Context, segs Segments, periods Periods, m move, counters map[periodOf]int64) (string, int64, error) {
-	if m.period {
-		return a.movePeriod(ctx, periods, m, counters)
+// advanceRegion is the region whose IDs a move counts: the one the
+// database records, which is what it serves, or else the config's (an
+// instance of several regions records its region at its first start, so
+// a database without a record has served a single region, or none yet).
+func advanceRegion(ctx context.Context, st segment.RegionStore, cfg config.Settings) (segment.Region, error) {
+	r, ok, err := st.RegionRecord(ctx)
+	if err != nil || ok {
+		return r, err
 	}
-	from, to := m.maxID, m.maxID+m.by
-	if !a.DryRun {
-		var err error
-		if from, to, err = segs.AdvanceTag(ctx, m.tag, m.by); err != nil {
-			return "", 0, err
+	return cfg.Region.Region(), nil
+}
+
+// recordAdvance writes a run that moved the store to its audit log (docs/api.md
+// §12), the caller this command on this host. The run is made, so a
+// failure to record it is told on stderr, not returned: the exit status
+// says whether the store moved.
+func recordAdvance(ctx context.Context, st store.Store, a advance.Advance, stderr io.Writer) {
+	admin, err := access.NewAdmin(st, segment.ValidTag, nil, "") // for the audit log: no token is made
+	if err == nil {
+		host, _ := os.Hostname()
+		var subject string
+		if len(a.Tags) == 1 {
+			subject = a.Tags[0]
 		}
+		detail := struct {
+			Segments bool     `json:"segments"`
+			By       int64    `json:"by,omitempty"`
+			For      string   `json:"for,omitempty"`
+			Tags     []string `json:"tags,omitempty"`
+			Leases   bool     `json:"leases"`
+			LeaseFor string   `json:"lease_for,omitempty"`
+		}{a.Segments, a.By, durationText(a.Estimate.For), a.Tags, a.Leases, durationText(a.LeaseFor)}
+		err = admin.Record(ctx, "idalloc advance on "+host, access.ActionAdvance, subject, detail)
 	}
-	// Counted in the region's IDs, one number in Count.
-	return fmt.Sprintf("tag %s: max_id %d → %d%s", shown(m.tag), from, to, a.dry()), (to - from) / a.Region.Normal().Count, nil
-}
-
-// now reads a's clock.
-func (a Advance) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
-
-// plan is what Run moves: the moves in order, by tag; for dated tags, the
-// line saying which periods and why (empty when none is moved), the notes
-// of periods left out, and the store's counters they move in.
-type plan struct {
-	moves   []move
-	dated   string
-	notes   []string
-	periods Periods
-}
-
-// plan reads the tags and sizes each move, refusing unknown tags and moves
-// past a tag's last number, all of them at once; with dated tags among
-// them, also this machine's clock if the store's disagrees.
-func (a Advance) plan(ctx context.Context, segs Segments) (plan, error) {
-	rows, err := segs.Tags(ctx)
 	if err != nil {
-		return plan{}, err
+		fmt.Fprintln(stderr, "idalloc advance: the store moved, but the audit log does not say so:", err)
 	}
-	named, found := map[string]bool{}, map[string]bool{}
-	for _, t := range a.Tags {
-		named[t] = true
+}
+
+// durationText is d as a flag takes it, "" for none.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
 	}
-	var p plan
-	var refused []error
-	now := a.now()
-	for _, r := range rows {
-		if len(named) > 0 && !named[r.AppTag] {
-			continue
-		}
-		found[r.AppTag] = true
-		if r.Format == segment.FormatDated {
-			moves, note, err := a.planDated(r, now)
-			if err != nil {
-				refused = append(refused, fmt.Errorf("tag %q: %w", r.AppTag, err))
-				continue
-			}
-			p.moves = append(p.moves, moves...)
-			if note != "" {
-				p.notes = append(p.notes, note)
-			}
-			continue
-		}
-		by := a.By
-		if by == 0 {
-			if by, err = a.Estimate.By(r.Step); err != nil {
-				refused = append(refused, fmt.Errorf("tag %q: %w", r.AppTag, err))
-				continue
-			}
-		}
-		by, ok := mul(by, a.Region.Normal().Count)
-		if !ok {
-			refused = append(refused, fmt.Errorf("tag %q: %d IDs of %s pass the largest max_id: give a smaller -by",
-				r.AppTag, a.By, a.Region))
-			continue
-		}
-		last, err := segment.LastNumber(r)
-		switch {
-		case err != nil:
-			refused = append(refused, fmt.Errorf("tag %q: its row holds no format idalloc serves: %w", r.AppTag, err))
-			continue
-		case r.MaxID > last-by:
-			refused = append(refused, fmt.Errorf("tag %q: max_id %d + %d passes %d, the last number of its format %s: "+
-				"leave it out of -tags, or give a smaller -by", r.AppTag, r.MaxID, by, last, formatName(r)))
-			continue
-		}
-		p.moves = append(p.moves, move{tag: r.AppTag, maxID: r.MaxID, by: by})
+	return d.String()
+}
+
+// advanceStore is a store as advance.Advance moves it: its period
+// counters listed in migrate's type, as that package imports no store.
+type advanceStore struct{ store.Store }
+
+func (s advanceStore) PeriodCounters(ctx context.Context) ([]advance.PeriodCounter, error) {
+	list, err := s.Periods(ctx)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range a.Tags {
-		if !found[t] {
-			refused = append(refused, fmt.Errorf("-tags: no tag %q in the store", t))
-			found[t] = true // named twice, refused once
-		}
+	out := make([]advance.PeriodCounter, len(list))
+	for i, c := range list {
+		out[i] = advance.PeriodCounter{AppTag: c.AppTag, Stamp: c.Stamp, MaxID: c.MaxID}
 	}
-	if len(refused) > 0 {
-		return plan{}, fmt.Errorf("nothing moved: %w", errors.Join(refused...))
+	return out, nil
+}
+
+// planAdvance parses args, loads the config they name and checks the run:
+// whatever advance refuses, it refuses here, before a connection, let
+// alone a write.
+func planAdvance(args []string, stdout, stderr io.Writer, environ []string) (advance.Advance, config.Settings, error) {
+	f, err := parseAdvance(args, stdout, stderr)
+	if err != nil {
+		return advance.Advance{}, config.Settings{}, err
 	}
-	if i := slices.IndexFunc(p.moves, func(m move) bool { return m.period }); i >= 0 {
-		var ok bool
-		if p.periods, ok = segs.(Periods); !ok {
-			return plan{}, fmt.Errorf("nothing moved: tag %q is dated, and this store's period counters cannot be moved: "+
-				"leave it out of -tags", p.moves[i].tag)
-		}
-		skew, err := a.checkClock(ctx, p.periods)
-		if err != nil {
-			return plan{}, err
-		}
-		from, to := a.window(now)
-		p.dated = fmt.Sprintf("dated tags: the counters of each one's previous period and of every period meeting %s to %s move "+
-			"(this machine's clock, %v from the store's; max_clock_skew %v)", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339),
-			skew.Round(time.Millisecond), a.clockBound())
+	cfg, err := config.Load(f.configPath, f.configRequired, environ)
+	if err != nil {
+		return advance.Advance{}, config.Settings{}, err
 	}
-	return p, nil
+	a := advanceOf(f, cfg)
+	return a, cfg, a.Check()
 }

@@ -1,302 +1,295 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
-	"slices"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/access"
+	"github.com/idalloc/idalloc/advance"
+	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/store/storetest"
+	"github.com/idalloc/idalloc/workerlease"
 )
 
-// fakeSegments is a Segments in memory; AdvanceTag and AdvancePeriod of
-// failOn fail. Its clock reads now, or testNow when that is zero.
-type fakeSegments struct {
-	rows     []segment.Tag
-	counters map[periodOf]int64
-	moved    []string // "tag+by", "tag@stamp+by", in order
-	failOn   string
-	now      time.Time
-}
-
-func (f *fakeSegments) AdvancePeriod(_ context.Context, tag string, stamp, start, limit, by int64) (int64, int64, error) {
-	if tag == f.failOn {
-		return 0, 0, fmt.Errorf("advance period %d of %q: store down", stamp, tag)
-	}
-	if f.counters == nil {
-		f.counters = map[periodOf]int64{}
-	}
-	k := periodOf{tag, stamp}
-	from, ok := f.counters[k]
-	if !ok {
-		from = start - 1
-	}
-	if from >= limit {
-		return 0, 0, fmt.Errorf("advance period %d of %q: %w", stamp, tag, segment.ErrExhausted)
-	}
-	f.counters[k] = from + min(by, limit-from)
-	f.moved = append(f.moved, fmt.Sprintf("%s@%d+%d", tag, stamp, by))
-	return from, f.counters[k], nil
-}
-
-func (f *fakeSegments) PeriodCounters(context.Context) ([]PeriodCounter, error) {
-	var out []PeriodCounter
-	for k, v := range f.counters {
-		out = append(out, PeriodCounter{AppTag: k.tag, Stamp: k.stamp, MaxID: v})
-	}
-	return out, nil
-}
-
-func (f *fakeSegments) Now(context.Context) (time.Time, error) {
-	if f.now.IsZero() {
-		return testNow, nil
-	}
-	return f.now, nil
-}
-
-func (f *fakeSegments) Tags(context.Context) ([]segment.Tag, error) { return slices.Clone(f.rows), nil }
-
-func (f *fakeSegments) AdvanceTag(_ context.Context, tag string, by int64) (int64, int64, error) {
-	i := slices.IndexFunc(f.rows, func(t segment.Tag) bool { return t.AppTag == tag })
-	if i < 0 || tag == f.failOn {
-		return 0, 0, fmt.Errorf("advance segment %q: store down", tag)
-	}
-	from := f.rows[i].MaxID
-	f.rows[i].MaxID += by
-	f.moved = append(f.moved, fmt.Sprintf("%s+%d", tag, by))
-	return from, f.rows[i].MaxID, nil
-}
-
-// fakeLease is one worker ID's history in fakeLeases.
-type fakeLease struct {
-	cluster  string
-	workerID int64
-	lastMS   int64
-}
-
-// fakeLeases is a Leases in memory.
-type fakeLeases struct{ rows []fakeLease }
-
-func (f *fakeLeases) AdvanceLeases(_ context.Context, toMS int64, dryRun bool, each func(string, int64, int64, int64)) error {
-	for i, r := range f.rows {
-		to := max(r.lastMS, toMS)
-		if !dryRun {
-			f.rows[i].lastMS = to
-		}
-		each(r.cluster, r.workerID, r.lastMS, to)
-	}
-	return nil
-}
-
-var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-func TestAdvanceRun(t *testing.T) {
-	nowMS := testNow.UnixMilli()
-	floor31s := nowMS + 31_000 // LeaseMin below
-	floor2h := nowMS + 2*time.Hour.Milliseconds()
-	estimate := Estimate{For: 2 * time.Hour, MaxStep: 1_000_000, Instances: 1}
-	for _, tc := range []struct {
-		name      string
-		a         Advance
-		failOn    string
-		more      []segment.Tag // rows beside order and test_business
-		wantLines []string
-		wantMoved []string
-		wantErr   string // "" for none
-		wantLeft  bool   // the leases are as they were
-	}{
-		{
-			name: "-by moves every tag, the leases to now + lease TTL + drift",
-			a:    Advance{Segments: true, Leases: true, By: 5_000_000},
-			wantLines: []string{
-				"tag order: max_id 1200 → 5001200",
-				"tag test_business: max_id 0 → 5000000",
-				fmt.Sprintf("lease cluster default worker 3: last_timestamp_ms %d → %d", nowMS-1000, floor31s),
-				fmt.Sprintf("lease cluster default worker 4: last_timestamp_ms %d, already at or past %d", nowMS+time.Hour.Milliseconds(), floor31s),
-				fmt.Sprintf("advanced: 2 tags moved, 10000000 IDs in all; 1 of 2 worker leases raised to last_timestamp_ms %d (2026-03-01T12:00:31Z, now + 31s)", floor31s),
-			},
-			wantMoved: []string{"order+5000000", "test_business+5000000"},
-		},
-		{
-			name: "-tags moves only those",
-			a:    Advance{Segments: true, By: 7, Tags: []string{"order"}},
-			wantLines: []string{
-				"tag order: max_id 1200 → 1207",
-				"advanced: 1 tag moved, 7 IDs in all",
-			},
-			wantMoved: []string{"order+7"},
-			wantLeft:  true,
-		},
-		{
-			name: "-for estimates each tag, and the leases move by it",
-			a:    Advance{Segments: true, Leases: true, Estimate: estimate},
-			wantLines: []string{
-				estimate.String(),
-				"tag order: max_id 1200 → 10001200",
-				"tag test_business: max_id 0 → 10000000",
-				fmt.Sprintf("lease cluster default worker 3: last_timestamp_ms %d → %d", nowMS-1000, floor2h),
-				fmt.Sprintf("lease cluster default worker 4: last_timestamp_ms %d → %d", nowMS+time.Hour.Milliseconds(), floor2h),
-				fmt.Sprintf("advanced: 2 tags moved, 20000000 IDs in all; 2 of 2 worker leases raised to last_timestamp_ms %d (2026-03-01T14:00:00Z, now + 2h0m0s)", floor2h),
-			},
-			wantMoved: []string{"order+10000000", "test_business+10000000"},
-		},
-		{
-			name: "a dry run writes nothing",
-			a:    Advance{Segments: true, Leases: true, By: 10, DryRun: true, Tags: []string{"test_business"}},
-			wantLines: []string{
-				"tag test_business: max_id 0 → 10 (dry run)",
-				fmt.Sprintf("lease cluster default worker 3: last_timestamp_ms %d → %d (dry run)", nowMS-1000, floor31s),
-				fmt.Sprintf("lease cluster default worker 4: last_timestamp_ms %d, already at or past %d (dry run)", nowMS+time.Hour.Milliseconds(), floor31s),
-				fmt.Sprintf("dry run, nothing written; would have advanced: 1 tag moved, 10 IDs in all; 1 of 2 worker leases raised to last_timestamp_ms %d (2026-03-01T12:00:31Z, now + 31s)", floor31s),
-			},
-			wantLeft: true,
-		},
-		{
-			name:     "an unknown tag moves nothing",
-			a:        Advance{Segments: true, Leases: true, By: 10, Tags: []string{"order", "nope", "gone"}},
-			wantErr:  `nothing moved: -tags: no tag "nope" in the store` + "\n" + `-tags: no tag "gone" in the store`,
-			wantLeft: true,
-		},
-		{
-			name:     "a move past a fixed_length tag's last number moves nothing",
-			a:        Advance{Segments: true, Leases: true, By: 1000},
-			more:     []segment.Tag{{AppTag: "fix", MaxID: 99_999_500, Step: 100, Format: segment.FormatFixedLength, Length: 8}},
-			wantErr:  `tag "fix": max_id 99999500 + 1000 passes 99999999, the last number of its format fixed_length(8)`,
-			wantLeft: true,
-		},
-		{
-			name: "in a region, -by counts its IDs, each one number in region.count",
-			a:    Advance{Segments: true, By: 10, Region: segment.Region{Count: 2, ID: 1}},
-			wantLines: []string{
-				"region 1 of 2: each tag's max_id moves by 2 × the count, the region's IDs being one number in 2",
-				"tag order: max_id 1200 → 1220",
-				"tag test_business: max_id 0 → 20",
-				"advanced: 2 tags moved, 20 IDs in all",
-			},
-			wantMoved: []string{"order+20", "test_business+20"},
-			wantLeft:  true,
-		},
-		{
-			name: "in a region, -for's estimate counts its IDs",
-			a:    Advance{Segments: true, Estimate: estimate, Tags: []string{"order"}, Region: segment.Region{Count: 3, ID: 0}},
-			wantLines: []string{
-				estimate.String(),
-				"region 0 of 3: each tag's max_id moves by 3 × the count, the region's IDs being one number in 3",
-				"tag order: max_id 1200 → 30001200",
-				"advanced: 1 tag moved, 10000000 IDs in all",
-			},
-			wantMoved: []string{"order+30000000"},
-			wantLeft:  true,
-		},
-		{
-			name:     "in a region, a move past a fixed_length tag's last number moves nothing",
-			a:        Advance{Segments: true, By: 300, Region: segment.Region{Count: 2}},
-			more:     []segment.Tag{{AppTag: "fix", MaxID: 99_999_500, Step: 100, Format: segment.FormatFixedLength, Length: 8}},
-			wantErr:  `tag "fix": max_id 99999500 + 600 passes 99999999`,
-			wantLeft: true,
-		},
-		{
-			name: "-only leases",
-			a:    Advance{Leases: true, LeaseFor: time.Minute},
-			wantLines: []string{
-				fmt.Sprintf("lease cluster default worker 3: last_timestamp_ms %d → %d", nowMS-1000, nowMS+60_000),
-				fmt.Sprintf("lease cluster default worker 4: last_timestamp_ms %d, already at or past %d", nowMS+time.Hour.Milliseconds(), nowMS+60_000),
-				fmt.Sprintf("advanced: 1 of 2 worker leases raised to last_timestamp_ms %d (2026-03-01T12:01:00Z, now + 1m0s)", nowMS+60_000),
-			},
-		},
-		{
-			name:   "a store failing midway says what moved",
-			a:      Advance{Segments: true, Leases: true, By: 10},
-			failOn: "test_business",
-			wantLines: []string{
-				"tag order: max_id 1200 → 1210",
-				"advanced: 1 tag moved, 10 IDs in all; worker leases not reached",
-			},
-			wantMoved: []string{"order+10"},
-			wantErr:   `advance segment "test_business": store down`,
-			wantLeft:  true,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			segs := &fakeSegments{failOn: tc.failOn, rows: []segment.Tag{
-				{AppTag: "order", MaxID: 1200, Step: 100},
-				{AppTag: "test_business", MaxID: 0, Step: 100_000},
-			}}
-			segs.rows = append(segs.rows, tc.more...)
-			leases := &fakeLeases{rows: []fakeLease{
-				{"default", 3, nowMS - 1000},
-				{"default", 4, nowMS + time.Hour.Milliseconds()},
-			}}
-			before := slices.Clone(leases.rows)
-			var lines []string
-			a := tc.a
-			a.LeaseMin = 31 * time.Second
-			a.Now = func() time.Time { return testNow }
-			a.Report = func(line string) { lines = append(lines, line) }
-			err := a.Run(t.Context(), segs, leases)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("Run: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("Run error = %v, want one containing %q", err, tc.wantErr)
-			}
-			if !slices.Equal(lines, tc.wantLines) {
-				t.Errorf("output:\n  %s\nwant:\n  %s", strings.Join(lines, "\n  "), strings.Join(tc.wantLines, "\n  "))
-			}
-			if !slices.Equal(segs.moved, tc.wantMoved) {
-				t.Errorf("moved %q, want %q", segs.moved, tc.wantMoved)
-			}
-			if left := slices.Equal(leases.rows, before); left != tc.wantLeft {
-				t.Errorf("leases left as they were = %v, want %v (now %v)", left, tc.wantLeft, leases.rows)
-			}
-		})
-	}
-}
-
-func TestAdvanceCheck(t *testing.T) {
-	estimate := Estimate{For: time.Hour, MaxStep: 1000, Instances: 1}
+func TestPlanAdvance(t *testing.T) {
+	// snowflake.lease_ttl 30s + snowflake.max_drift_error 1s, the defaults.
+	const leaseMin = 31 * time.Second
+	cfgPath := writeConfig(t, `{"segment": {"max_step": 5000}}`)
 	for _, tc := range []struct {
 		name    string
-		a       Advance
+		args    []string
+		want    advance.Advance
 		wantErr string // "" for none
 	}{
-		{"-by", Advance{Segments: true, Leases: true, By: 1, LeaseMin: time.Second}, ""},
-		{"-for", Advance{Segments: true, Leases: true, Estimate: estimate}, ""},
-		{"leases alone with -lease-for", Advance{Leases: true, LeaseFor: time.Second}, ""},
-		{"nothing to move", Advance{}, "nothing to advance"},
-		{"-by and -for", Advance{Segments: true, By: 1, Estimate: estimate}, "-by and -for both given"},
-		{"neither -by nor -for", Advance{Segments: true}, "give -by COUNT or -for DURATION"},
-		{"negative -by", Advance{Segments: true, By: -1}, "-by -1 is negative"},
-		{"negative -for", Advance{Segments: true, Estimate: Estimate{For: -time.Hour, MaxStep: 1, Instances: 1}}, "-for -1h0m0s must be positive"},
-		{"no instance", Advance{Segments: true, Estimate: Estimate{For: time.Hour, MaxStep: 1}}, "-instances 0 must be at least 1"},
-		{"no max_step", Advance{Segments: true, Estimate: Estimate{For: time.Hour, Instances: 1}}, "segment.max_step 0 must be at least 1"},
-		{"an invalid tag", Advance{Segments: true, By: 1, Tags: []string{"a b"}}, `-tags: "a b" is not a tag name`},
-		{"-lease-for below the least", Advance{Leases: true, LeaseFor: time.Second, LeaseMin: 31 * time.Second}, "-lease-for 1s is below 31s"},
-		{"negative -lease-for", Advance{Leases: true, LeaseFor: -time.Second}, "-lease-for -1s is negative"},
-		{"leases with no duration at all", Advance{Leases: true}, "give -lease-for or -for"},
+		{
+			name: "-by moves every tag and the leases by lease TTL + drift",
+			args: []string{"-by", "5000000"},
+			want: advance.Advance{Segments: true, Leases: true, By: 5_000_000, LeaseMin: leaseMin, MaxClockSkew: time.Second},
+		},
+		{
+			name: "-for estimates with the config's max_step",
+			args: []string{"-for", "2h", "-instances", "3", "-tags", "a, b,,c", "-dry-run"},
+			want: advance.Advance{Segments: true, Leases: true, LeaseMin: leaseMin, MaxClockSkew: time.Second, DryRun: true,
+				Estimate: advance.Estimate{For: 2 * time.Hour, MaxStep: 5000, Instances: 3}, Tags: []string{"a", "b", "c"}},
+		},
+		{
+			name: "-lease-for",
+			args: []string{"-by", "1", "-lease-for", "1h"},
+			want: advance.Advance{Segments: true, Leases: true, By: 1, LeaseFor: time.Hour, LeaseMin: leaseMin, MaxClockSkew: time.Second},
+		},
+		{
+			name: "-only segments",
+			args: []string{"-only", "segments", "-by", "1"},
+			want: advance.Advance{Segments: true, By: 1, LeaseMin: leaseMin, MaxClockSkew: time.Second},
+		},
+		{
+			name: "-only leases, as far as -for says",
+			args: []string{"-only", "leases", "-for", "2h"},
+			want: advance.Advance{Leases: true, Estimate: advance.Estimate{For: 2 * time.Hour}, LeaseMin: leaseMin, MaxClockSkew: time.Second},
+		},
+		{
+			name: "-only leases, lease TTL + drift",
+			args: []string{"-only", "leases"},
+			want: advance.Advance{Leases: true, LeaseMin: leaseMin, MaxClockSkew: time.Second},
+		},
+		{name: "neither -by nor -for", args: nil, wantErr: "give -by COUNT or -for DURATION"},
+		{name: "-by and -for", args: []string{"-by", "1", "-for", "1h"}, wantErr: "-by and -for both given"},
+		{name: "a negative -by", args: []string{"-by", "-5"}, wantErr: "-by -5: must be at least 1"},
+		{name: "-by 0", args: []string{"-by", "0"}, wantErr: "-by 0: must be at least 1"},
+		{name: "a negative -for", args: []string{"-for", "-1h"}, wantErr: "-for -1h0m0s: must be positive"},
+		{name: "-by not a number", args: []string{"-by", "many"}, wantErr: `invalid value "many" for flag -by`},
+		{name: "-for not a duration", args: []string{"-for", "2"}, wantErr: `invalid value "2" for flag -for`},
+		{name: "-instances with -by", args: []string{"-by", "1", "-instances", "2"}, wantErr: "-instances sizes -for's estimate"},
+		{name: "no instance", args: []string{"-for", "1h", "-instances", "0"}, wantErr: "-instances 0 must be at least 1"},
+		{name: "an invalid tag", args: []string{"-by", "1", "-tags", "a b"}, wantErr: `-tags: "a b" is not a tag name`},
+		{name: "-tags naming none", args: []string{"-by", "1", "-tags", ","}, wantErr: "-tags names no tag"},
+		{name: "-lease-for below lease TTL + drift", args: []string{"-by", "1", "-lease-for", "5s"}, wantErr: "-lease-for 5s is below 31s"},
+		{name: "-only what", args: []string{"-only", "tags", "-by", "1"}, wantErr: `-only "tags": want "segments" or "leases"`},
+		{name: "-only leases with -by", args: []string{"-only", "leases", "-by", "1"}, wantErr: "-only leases moves no tag"},
+		{name: "-only segments with -lease-for", args: []string{"-only", "segments", "-by", "1", "-lease-for", "1h"}, wantErr: "-only segments moves no lease"},
+		{name: "an argument left over", args: []string{"-by", "1", "now"}, wantErr: `unexpected argument "now"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.a.Check()
+			got, _, err := planAdvance(append([]string{"-config", cfgPath}, tc.args...), io.Discard, io.Discard, noEnv)
 			switch {
 			case tc.wantErr == "" && err != nil:
-				t.Errorf("Check: %v", err)
+				t.Fatalf("planAdvance(%q): %v", tc.args, err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("Check error = %v, want one containing %q", err, tc.wantErr)
+				t.Fatalf("planAdvance(%q) error = %v, want one containing %q", tc.args, err, tc.wantErr)
+			case tc.wantErr == "" && !reflect.DeepEqual(got, tc.want):
+				t.Errorf("planAdvance(%q) =\n  %+v\nwant\n  %+v", tc.args, got, tc.want)
 			}
 		})
 	}
 }
 
-// TestAdvanceRunChecksFirst: a refused Advance touches no store.
-func TestAdvanceRunChecksFirst(t *testing.T) {
-	err := Advance{Segments: true}.Run(t.Context(), nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "give -by") {
-		t.Errorf("Run of an unchecked Advance = %v, want the check's refusal", err)
+func TestAdvanceHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := runAdvance([]string{"-h"}, &stdout, &stderr, noEnv, sqlLeases)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout.String(), "Usage: idalloc advance") || stderr.Len() > 0 {
+		t.Errorf("advance -h = %v, printing %q to stdout and %q to stderr; want flag.ErrHelp and the usage on stdout",
+			err, stdout.String(), stderr.String())
 	}
-	err = Advance{Segments: true, By: 1}.Run(t.Context(), nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "no store") {
-		t.Errorf("Run with no store = %v, want a refusal", err)
+}
+
+// TestAdvanceCommand runs the command on each engine as an operator does,
+// with the server's config: what it prints, what it moves, and that a
+// refused run moves nothing.
+func TestAdvanceCommand(t *testing.T) {
+	for _, d := range storetest.Drivers() {
+		t.Run(d.Name, func(t *testing.T) { testAdvanceCommand(t, d) })
+	}
+}
+
+func testAdvanceCommand(t *testing.T, d storetest.Driver) {
+	ctx := context.Background()
+	db := d.NewDB(t)
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": %q, "dsn": %q}`, db.Driver, db.DSN))
+	st := db.Open(t)
+	if err := st.CreateTag(ctx, segment.Tag{AppTag: "order", Step: 100, Start: 1201}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.Acquire(ctx, workerlease.AcquireRequest{Cluster: "default", MaxWorkerID: 3, Token: "token-a", TTL: time.Minute, NowMS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := runAdvance(append([]string{"-config", cfgPath}, args...), &out, io.Discard, noEnv, sqlLeases)
+		return out.String(), err
+	}
+	maxIDs := func() string {
+		tags, err := st.Tags(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s []string
+		for _, tg := range tags {
+			s = append(s, fmt.Sprintf("%s=%d", tg.AppTag, tg.MaxID))
+		}
+		return strings.Join(s, " ")
+	}
+
+	if _, err := run("-by", "10", "-tags", "order,nope"); err == nil || !strings.Contains(err.Error(), `no tag "nope"`) {
+		t.Errorf("advance -tags order,nope = %v, want the unknown tag refused", err)
+	}
+	if _, err := run("-by", "10", "-dry-run"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := maxIDs(), "order=1200 test_business=0"; got != want {
+		t.Errorf("after a refused run and a dry run: %s, want %s (nothing moved)", got, want)
+	}
+
+	before := time.Now()
+	out, err := run("-by", "5000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("idalloc advance -by 5000000:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || lines[0] != "tag order: max_id 1200 → 5001200" || lines[1] != "tag test_business: max_id 0 → 5000000" ||
+		!strings.HasPrefix(lines[2], fmt.Sprintf("lease cluster default worker %d: last_timestamp_ms 0 → ", l.WorkerID)) ||
+		!strings.HasPrefix(lines[3], "advanced: 2 tags moved, 10000000 IDs in all; 1 of 1 worker lease raised to last_timestamp_ms ") {
+		t.Errorf("output:\n%s\nwant a line per tag, one for the lease and the summary", out)
+	}
+	if got, want := maxIDs(), "order=5001200 test_business=5000000"; got != want {
+		t.Errorf("after advance -by 5000000: %s, want %s", got, want)
+	}
+	history, err := st.(historySource).LeaseTimestamps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := before.Add(31 * time.Second).UnixMilli(); len(history) != 1 || history[0].LastTimestampMS < floor {
+		t.Errorf("lease history after advance = %+v, want last_timestamp_ms at least now + 31s (%d)", history, floor)
+	}
+	// The run that moved the store is in its audit log; the refused one
+	// and the dry run are not.
+	log, err := st.AuditLog(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].Action != access.ActionAdvance || !strings.HasPrefix(log[0].Caller, "idalloc advance on ") ||
+		log[0].Detail != `{"segments":true,"by":5000000,"leases":true}` {
+		t.Errorf("audit log after the runs = %+v, want one advance entry by this command, by 5000000", log)
+	}
+}
+
+// TestAdvanceInARegion: on the database of region 1 of 2 (its record, not
+// the config, which says nothing of regions), -by counts the region's IDs:
+// each max_id moves by twice as much, and the summary counts IDs.
+func TestAdvanceInARegion(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.SQLite().NewDB(t)
+	st := db.Open(t)
+	if err := segment.CheckRegion(ctx, st, segment.Region{Count: 2, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q}`, db.DSN))
+	var out bytes.Buffer
+	if err := runAdvance([]string{"-config", cfgPath, "-by", "1000", "-only", "segments"}, &out, io.Discard, noEnv, sqlLeases); err != nil {
+		t.Fatal(err)
+	}
+	want := "region 1 of 2: each tag's max_id moves by 2 × the count, the region's IDs being one number in 2\n" +
+		"tag test_business: max_id 0 → 2000\n" +
+		"advanced: 1 tag moved, 1000 IDs in all\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// TestAdvanceNamesTheDSNSource: refused credentials and a database
+// without idalloc's tables are fixed where the dsn was set, so advance
+// names that place, as the server's start does, never the password.
+func TestAdvanceNamesTheDSNSource(t *testing.T) {
+	dsn, cfg, wrong := storetest.EmptyMySQL(t)
+	cases := []struct {
+		name string
+		dsn  string
+		env  bool // the dsn comes from IDALLOC_DSN, not the file
+		want []string
+	}{
+		{"wrong password, from the environment", wrong.FormatDSN(), true,
+			[]string{`IDALLOC_DSN (key "dsn"): `, "credentials refused for " + cfg.User + "@" + cfg.Addr, "correct the user or password there"}},
+		{"wrong password, in the file", wrong.FormatDSN(), false,
+			[]string{`key "dsn": `, "credentials refused", "correct the user or password there"}},
+		{"no tables, in the file", dsn, false,
+			[]string{`key "dsn": open mysql ` + cfg.Addr + "/" + cfg.DBName, "idalloc's tables are missing", "schema.sql"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := `{"driver": "mysql", "dsn": "unused:x@tcp(127.0.0.1:1)/unused"}`
+			environ := []string{"IDALLOC_DSN=" + c.dsn}
+			if !c.env {
+				body, environ = fmt.Sprintf(`{"driver": "mysql", "dsn": %q}`, c.dsn), noEnv
+			}
+			path := writeConfig(t, body)
+			err := runAdvance([]string{"-config", path, "-by", "10"}, io.Discard, io.Discard, environ, sqlLeases)
+			if err == nil {
+				t.Fatal("advance: got no error")
+			}
+			t.Logf("idalloc advance: %v", err)
+			if !c.env && !strings.Contains(err.Error(), "config "+path+": ") {
+				t.Errorf("error %q does not name the config file %s", err, path)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), wrong.Passwd) || strings.Contains(err.Error(), "supervisor") {
+				t.Errorf("error %q shows the password or blames a database that is down", err)
+			}
+		})
+	}
+}
+
+// sqlLeases opens the lease stores these tests configure, as main's opener
+// does for lease.driver "sql": the main store itself. The Redis and etcd
+// ones are main's to open (see the root's advanceLeases).
+func sqlLeases(st store.Store, c config.LeaseConfig) (advance.Leases, func(), error) {
+	if c.Driver != "sql" {
+		return nil, nil, fmt.Errorf("lease.driver %q: these tests open only the main store", c.Driver)
+	}
+	return st, func() {}, nil
+}
+
+// writeConfig writes body as a config file of its own and returns its path.
+func writeConfig(tb testing.TB, body string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// noEnv is an environment with no IDALLOC_* variable set.
+var noEnv []string
+
+// TestAdvanceReadsTheEnvironmentAsTheServer: advance takes every key's
+// variable, a boolean's too, and refuses one that names no setting, naming
+// the nearest, as the server's start does.
+func TestAdvanceReadsTheEnvironmentAsTheServer(t *testing.T) {
+	cfgPath := writeConfig(t, fmt.Sprintf(`{"driver": "sqlite", "dsn": %q}`, storetest.SQLite().NewDB(t).DSN))
+	_, cfg, err := planAdvance([]string{"-config", cfgPath, "-by", "10"}, io.Discard, io.Discard,
+		[]string{"IDALLOC_SNOWFLAKE_ENABLED=false", "IDALLOC_TEST_ANYTHING=1"})
+	if err != nil || cfg.Snowflake.Enabled {
+		t.Errorf("IDALLOC_SNOWFLAKE_ENABLED=false: snowflake.enabled %v, %v; want false", cfg.Snowflake.Enabled, err)
+	}
+	_, _, err = planAdvance([]string{"-config", cfgPath, "-by", "10"}, io.Discard, io.Discard, []string{"IDALLOC_DNS=x.db"})
+	if err == nil || !strings.Contains(err.Error(), `IDALLOC_DNS names no setting (the nearest is IDALLOC_DSN, key "dsn")`) {
+		t.Errorf("IDALLOC_DNS: got %v, want it refused naming IDALLOC_DSN", err)
 	}
 }

@@ -1,282 +1,195 @@
 package migrate
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
-	"maps"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
+	"github.com/idalloc/idalloc/store"
+	"github.com/idalloc/idalloc/store/storetest"
 )
 
-// datedRow is a dated tag's row as a store lists it.
-func datedRow(tag string, p dated.Period, zone string, length int, step int64) segment.Tag {
-	return segment.Tag{AppTag: tag, Step: step, Start: 1, Format: segment.FormatDated, Length: length,
+// farClocks is the skew bound of allocators whose injected clock is in
+// 2026-11 whatever the store's reads: the bound is not what these tests
+// are about (segment's are).
+const farClocks = 100 * 365 * 24 * time.Hour
+
+// shanghai is 10:00 in Asia/Shanghai (UTC+8) on day d of November 2026.
+func shanghai(d int) time.Time { return time.Date(2026, 11, d, 2, 0, 0, 0, time.UTC) }
+
+// datedTag is a dated row as a store keeps it.
+func datedTag(tag string, p dated.Period, zone string) segment.Tag {
+	return segment.Tag{AppTag: tag, Step: 10, Start: 1, Format: segment.FormatDated, Length: 6,
 		FormatSpec: dated.Settings{Period: p, TimeZone: zone}.Spec()}
 }
 
-// datedLine is Run's line naming the periods, for a run at now with -by
-// (back 0) or -for back, at the default max_clock_skew of 1 s.
-func datedLine(now time.Time, back time.Duration) string {
-	return fmt.Sprintf("dated tags: the counters of each one's previous period and of every period meeting %s to %s move "+
-		"(this machine's clock, 0s from the store's; max_clock_skew 1s)",
-		now.Add(-back-2*time.Second).UTC().Format(time.RFC3339), now.Add(62*time.Second).UTC().Format(time.RFC3339))
+// allocatorAt is a fresh allocator on st whose clock reads at.
+func allocatorAt(t *testing.T, st segment.Store, at time.Time, bound time.Duration) *segment.Allocator {
+	t.Helper()
+	a, err := segment.New(t.Context(), st, segment.Config{Now: testclock.New(at).Now, MaxClockSkew: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
-// TestAdvanceDated: a dated tag's counters move (its row's max_id does
-// not), for the previous and the current period by this machine's clock
-// in the tag's zone, and the next when it begins within the lead; with
-// -for, every period of the span, each by the dated estimate; a move is
-// clamped at the period's last number; a dry run reads the counters and
-// writes nothing; a clock off the store's moves nothing.
-func TestAdvanceDated(t *testing.T) {
-	// 12:00 UTC is 20:00 in Asia/Shanghai, whose day 20260301 ends at
-	// 16:00 UTC.
-	beforeMidnight := time.Date(2026, 3, 1, 15, 59, 30, 0, time.UTC)
-	estimate := Estimate{For: 2 * time.Hour, MaxStep: 1_000_000, Instances: 1}
-	const ord0301 = 20260301
-	for _, tc := range []struct {
-		name      string
-		a         Advance
-		now       time.Time          // this machine's clock; zero: testNow
-		storeSkew time.Duration      // the store's clock less this machine's
-		counters  map[periodOf]int64 // beside ord's 40 of 20260301
-		failOn    string
-		more      []segment.Tag
-		wantLines []string
-		wantMoved []string
-		wantErr   string
-	}{
-		{
-			name: "-by moves the previous and the current period",
-			a:    Advance{Segments: true, By: 500, Tags: []string{"ord"}},
-			wantLines: []string{
-				datedLine(testNow, 0),
-				"tag ord period 20260228: max_id 0 → 500",
-				"tag ord period 20260301: max_id 40 → 540",
-				"advanced: 1 tag moved (2 periods of dated tags among them), 1000 IDs in all",
-			},
-			wantMoved: []string{"ord@20260228+500", "ord@20260301+500"},
-		},
-		{
-			name: "and the next one, which begins within the lead",
-			a:    Advance{Segments: true, By: 500, Tags: []string{"ord"}},
-			now:  beforeMidnight,
-			wantLines: []string{
-				datedLine(beforeMidnight, 0),
-				"tag ord period 20260228: max_id 0 → 500",
-				"tag ord period 20260301: max_id 40 → 540",
-				"tag ord period 20260302: max_id 0 → 500",
-				"advanced: 1 tag moved (3 periods of dated tags among them), 1500 IDs in all",
-			},
-			wantMoved: []string{"ord@20260228+500", "ord@20260301+500", "ord@20260302+500"},
-		},
-		{
-			// An hour of length 4: 9,999 numbers, a step cap of 99, 6
-			// segments of an hour's (not 2 h's) span: 594 each.
-			name: "-for moves every period of the span by the estimate",
-			a:    Advance{Segments: true, Estimate: estimate, Tags: []string{"hourly"}},
-			wantLines: []string{
-				estimate.String(),
-				estimate.DatedString(),
-				datedLine(testNow, 2*time.Hour),
-				"tag hourly period 2026030109: max_id 0 → 594",
-				"tag hourly period 2026030110: max_id 0 → 594",
-				"tag hourly period 2026030111: max_id 0 → 594",
-				"tag hourly period 2026030112: max_id 0 → 594",
-				"advanced: 1 tag moved (4 periods of dated tags among them), 2376 IDs in all",
-			},
-			wantMoved: []string{"hourly@2026030109+594", "hourly@2026030110+594", "hourly@2026030111+594", "hourly@2026030112+594"},
-		},
-		{
-			name:     "a move is clamped at the period's last number, and a spent period is left",
-			a:        Advance{Segments: true, By: 100, Tags: []string{"ord"}},
-			counters: map[periodOf]int64{{"ord", 20260228}: 999_999, {"ord", ord0301}: 999_990},
-			wantLines: []string{
-				datedLine(testNow, 0),
-				"tag ord period 20260228: max_id at its last number, 999999, already: nothing to move",
-				"tag ord period 20260301: max_id 999990 → 999999, clamped at 999999, the period's last number: its numbers are spent, " +
-					"which is safe (the tag answers period_exhausted until the next period)",
-				"advanced: 1 tag moved (2 periods of dated tags among them), 9 IDs in all",
-			},
-			wantMoved: []string{"ord@20260301+100"},
-		},
-		{
-			name:     "a dry run reads the counters and writes nothing",
-			a:        Advance{Segments: true, By: 10, DryRun: true},
-			counters: map[periodOf]int64{{"hourly", 2026030112}: 9_995},
-			wantLines: []string{
-				datedLine(testNow, 0),
-				"tag hourly period 2026030111: max_id 0 → 10 (dry run)",
-				"tag hourly period 2026030112: max_id 9995 → 9999, clamped at 9999, the period's last number: its numbers are spent, " +
-					"which is safe (the tag answers period_exhausted until the next period) (dry run)",
-				"tag ord period 20260228: max_id 0 → 10 (dry run)",
-				"tag ord period 20260301: max_id 40 → 50 (dry run)",
-				"tag order: max_id 1200 → 1210 (dry run)",
-				"tag test_business: max_id 0 → 10 (dry run)",
-				"dry run, nothing written; would have advanced: 4 tags moved (4 periods of dated tags among them), 54 IDs in all",
-			},
-		},
-		{
-			name:      "this machine's clock off the store's moves nothing",
-			a:         Advance{Segments: true, By: 10},
-			storeSkew: 5 * time.Second,
-			wantErr:   "nothing moved: this machine's clock is 5s off the store's, more than max_clock_skew 1s",
-		},
-		{
-			name:      "within a larger max_clock_skew it moves, over a wider window",
-			a:         Advance{Segments: true, By: 10, Tags: []string{"ord"}, MaxClockSkew: 10 * time.Second},
-			storeSkew: 5 * time.Second,
-			wantLines: []string{
-				"dated tags: the counters of each one's previous period and of every period meeting 2026-03-01T11:59:40Z to " +
-					"2026-03-01T12:01:20Z move (this machine's clock, 5s from the store's; max_clock_skew 10s)",
-				"tag ord period 20260228: max_id 0 → 10",
-				"tag ord period 20260301: max_id 40 → 50",
-				"advanced: 1 tag moved (2 periods of dated tags among them), 20 IDs in all",
-			},
-			wantMoved: []string{"ord@20260228+10", "ord@20260301+10"},
-		},
-		{
-			name:    "a dated row idalloc cannot serve moves nothing",
-			a:       Advance{Segments: true, By: 10},
-			more:    []segment.Tag{{AppTag: "bad", Step: 10, Start: 1, Format: segment.FormatDated, Length: 6, FormatSpec: "v1;period=fortnight"}},
-			wantErr: `tag "bad": its row holds no format idalloc serves`,
-		},
-		{
-			name:   "a store failing midway says what moved",
-			a:      Advance{Segments: true, By: 10},
-			failOn: "ord",
-			wantLines: []string{
-				datedLine(testNow, 0),
-				"tag hourly period 2026030111: max_id 0 → 10",
-				"tag hourly period 2026030112: max_id 0 → 10",
-				"advanced: 1 tag moved (2 periods of dated tags among them), 20 IDs in all",
-			},
-			wantMoved: []string{"hourly@2026030111+10", "hourly@2026030112+10"},
-			wantErr:   `advance period 20260228 of "ord": store down`,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			now := tc.now
-			if now.IsZero() {
-				now = testNow
+// firstID is the first ID a fresh allocator on st issues for tag at at,
+// as text; it gives the rest back.
+func firstID(t *testing.T, st segment.Store, tag string, at time.Time, bound time.Duration) string {
+	t.Helper()
+	a := allocatorAt(t, st, at, bound)
+	defer a.Close(t.Context())
+	id, err := a.NextText(t.Context(), tag)
+	if err != nil {
+		t.Fatalf("%s at %s: %v", tag, at, err)
+	}
+	return id
+}
+
+// countersOf is st's period counters of tag.
+func countersOf(t *testing.T, st store.Store, tag string) []store.PeriodCounter {
+	t.Helper()
+	all, err := st.(periodSource).Periods(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(all, func(c store.PeriodCounter) bool { return c.AppTag != tag })
+}
+
+// TestMigrateCarriesPeriods: dated tags move with their settings and
+// every period's counter, from SQLite to each engine, so a fresh
+// allocator on the target continues each period above what the source
+// issued of it; a tag the target has with other settings is refused with
+// both named, and its counters left; a second run changes nothing.
+func TestMigrateCarriesPeriods(t *testing.T) {
+	for _, target := range storetest.Drivers() {
+		t.Run(target.Name, func(t *testing.T) {
+			ctx := t.Context()
+			fromDB := storetest.SQLite().NewDB(t)
+			from := fromDB.Open(t)
+			clock := testclock.New(shanghai(26))
+			a, err := segment.New(ctx, from, segment.Config{Now: clock.Now, MaxClockSkew: farClocks})
+			if err != nil {
+				t.Fatal(err)
 			}
-			counters := map[periodOf]int64{{"ord", ord0301}: 40}
-			maps.Copy(counters, tc.counters)
-			before := maps.Clone(counters)
-			segs := &fakeSegments{failOn: tc.failOn, counters: counters, now: now.Add(tc.storeSkew), rows: append([]segment.Tag{
-				datedRow("hourly", dated.Hour, "UTC", 4, 10),
-				datedRow("ord", dated.Day, "Asia/Shanghai", 6, 1000),
-				{AppTag: "order", MaxID: 1200, Step: 100},
-				{AppTag: "test_business", MaxID: 0, Step: 100_000},
-			}, tc.more...)}
-			var lines []string
-			a := tc.a
-			a.Now = func() time.Time { return now }
-			a.Report = func(line string) { lines = append(lines, line) }
-			err := a.Run(t.Context(), segs, nil)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("Run: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("Run error = %v, want one containing %q", err, tc.wantErr)
-			}
-			if !slices.Equal(lines, tc.wantLines) {
-				t.Errorf("output:\n  %s\nwant:\n  %s", strings.Join(lines, "\n  "), strings.Join(tc.wantLines, "\n  "))
-			}
-			if !slices.Equal(segs.moved, tc.wantMoved) {
-				t.Errorf("moved %q, want %q", segs.moved, tc.wantMoved)
-			}
-			if len(tc.wantMoved) == 0 && !maps.Equal(segs.counters, before) {
-				t.Errorf("counters %v, want them as they were, %v", segs.counters, before)
-			}
-			for _, r := range segs.rows {
-				if r.Format == segment.FormatDated && r.MaxID != 0 {
-					t.Errorf("%s: row max_id moved to %d: a dated row's counts nothing", r.AppTag, r.MaxID)
+			for _, n := range []segment.NewTag{
+				{AppTag: "ord", Step: 10, Format: segment.FormatDated, TimeZone: "Asia/Shanghai"},
+				{AppTag: "inv", Step: 10, Format: segment.FormatDated, Period: dated.Month, TimeZone: "Asia/Shanghai",
+					Length: 5, Start: new(int64(100)), Prefix: "INV", Separator: "-"},
+				{AppTag: "clash", Step: 10, Format: segment.FormatDated},
+			} {
+				if _, err := a.CreateTag(ctx, n); err != nil {
+					t.Fatal(err)
 				}
 			}
-		})
-	}
-}
-
-// TestPeriodKeys: each stamp once, oldest first, whatever summer time does
-// to the wall clock, and no more than maxPeriods.
-func TestPeriodKeys(t *testing.T) {
-	at := func(s string) time.Time {
-		tm, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tm
-	}
-	for _, tc := range []struct {
-		name     string
-		period   dated.Period
-		zone     string
-		now      string
-		back     time.Duration
-		want     []int64
-		wantLen  int // when want is nil
-		wantsCut bool
-	}{
-		// Berlin falls back at 01:00 UTC: the wall clock reads 02:xx
-		// twice, one stamp with one counter.
-		{"the hour read twice", dated.Hour, "Europe/Berlin", "2026-10-25T01:30:00Z", 0, []int64{2026102501, 2026102502}, 0, false},
-		{"across the hour read twice", dated.Hour, "Europe/Berlin", "2026-10-25T02:30:00Z", 3 * time.Hour,
-			[]int64{2026102501, 2026102502, 2026102503}, 0, false}, // from 23:29:58 UTC, 01:29:58 CEST
-		// Berlin springs forward at 01:00 UTC: 02:xx is never read.
-		{"the skipped hour", dated.Hour, "Europe/Berlin", "2026-03-29T01:00:30Z", 0, []int64{2026032901, 2026032903}, 0, false},
-		{"a leap day's month", dated.Month, "UTC", "2028-03-01T00:00:30Z", 0, []int64{202802, 202803}, 0, false},
-		{"weeks of minutes", dated.Minute, "UTC", "2026-03-01T12:00:00Z", 30 * 24 * time.Hour, nil, maxPeriods + 1, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := dated.New(dated.Settings{Period: tc.period, TimeZone: tc.zone})
-			if err != nil {
+			take := func(tag string, n int) {
+				for range n {
+					if _, err := a.NextText(ctx, tag); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			take("ord", 25)
+			take("clash", 5)
+			clock.Set(shanghai(27)) // the next day, the same month
+			take("ord", 7)
+			take("inv", 3)
+			// Close gives back the rest of each tag's current period; of
+			// 20261126 the rest was wasted when it ended.
+			if err := a.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			a := Advance{By: 1}
-			if tc.back > 0 {
-				a = Advance{Estimate: Estimate{For: tc.back}}
+			srcOrd, srcInv := countersOf(t, from, "ord"), countersOf(t, from, "inv")
+			if len(srcOrd) != 2 || srcOrd[1] != (store.PeriodCounter{AppTag: "ord", Stamp: 20261127, MaxID: 7}) || len(srcInv) != 1 {
+				t.Fatalf("source counters: ord %+v, inv %+v; want two days of ord, 7 issued of the second, and a month of inv", srcOrd, srcInv)
 			}
-			now := at(tc.now)
-			from, to := a.window(now)
-			keys, cut, err := periodKeys(f, now, from, to)
-			if err != nil {
+			if err := from.Close(); err != nil { // as its instances would be
 				t.Fatal(err)
 			}
-			var stamps []int64
-			for _, k := range keys {
-				stamps = append(stamps, k.Stamp)
+
+			toDB := target.NewDB(t)
+			to := toDB.Open(t)
+			if err := to.CreateTag(ctx, datedTag("clash", dated.Day, "Asia/Shanghai")); err != nil {
+				t.Fatal(err)
 			}
-			if tc.want != nil && !slices.Equal(stamps, tc.want) {
-				t.Errorf("stamps %v, want %v", stamps, tc.want)
+			cmd := []string{"-from-driver", "sqlite", "-from-dsn", fromDB.DSN, "-to-driver", toDB.Driver, "-to-dsn", toDB.DSN}
+			var out bytes.Buffer
+			err = runMigrate(cmd, &out, io.Discard)
+			t.Logf("idalloc migrate:\n%s", out.String())
+			if !errors.As(err, new(refusedTagsError)) || !errors.As(err, new(refusedPeriodsError)) {
+				t.Fatalf("idalloc migrate = %v, want clash and its counter refused", err)
 			}
-			// A minute's next one begins within the lead: maxPeriods back
-			// from now, and one ahead.
-			if tc.want == nil && len(stamps) != tc.wantLen {
-				t.Errorf("%d stamps, want %d", len(stamps), tc.wantLen)
+			for _, want := range []string{
+				`"clash": NOT MIGRATED: the target has it as dated of length 6 (period day, time_zone Asia/Shanghai, start 1), ` +
+					`the source as dated of length 6 (period day, time_zone UTC, start 1)`,
+				`tag "clash" period 20261126: NOT MIGRATED: its tag was not`,
+				"inv: created, dated of length 5 (period month, time_zone Asia/Shanghai, prefix INV, separator -, start 100); its period counters follow",
+				fmt.Sprintf("tag inv period 202611: created, max_id %d", srcInv[0].MaxID),
+				fmt.Sprintf("tag ord period 20261126: created, max_id %d", srcOrd[0].MaxID),
+				"tag ord period 20261127: created, max_id 7",
+			} {
+				if !strings.Contains(out.String(), want+"\n") {
+					t.Errorf("output lacks %q", want)
+				}
 			}
-			if cut != tc.wantsCut {
-				t.Errorf("cut = %v, want %v", cut, tc.wantsCut)
+			tags := tagsOf(t, to)
+			src := fromDB.Open(t)
+			srcTags := tagsOf(t, src)
+			if err := src.Close(); err != nil { // or the next run finds the file in use
+				t.Fatal(err)
+			}
+			for _, name := range []string{"inv", "ord"} {
+				i := slices.IndexFunc(tags, func(g segment.Tag) bool { return g.AppTag == name })
+				j := slices.IndexFunc(srcTags, func(g segment.Tag) bool { return g.AppTag == name })
+				if i < 0 || !sameFormat(tags[i], srcTags[j]) || tags[i].Step != srcTags[j].Step {
+					t.Errorf("%s on the target %+v, want the source's format, settings, start and step %+v", name, tags, srcTags[j])
+				}
+			}
+			if got := countersOf(t, to, "ord"); !slices.Equal(got, srcOrd) {
+				t.Errorf("target counters of ord %+v, want the source's %+v", got, srcOrd)
+			}
+
+			// Each period continues above the source's counter of it.
+			for _, c := range []struct {
+				tag  string
+				at   time.Time
+				want string
+			}{
+				{"ord", shanghai(26).Add(5 * time.Hour), fmt.Sprintf("20261126%06d", srcOrd[0].MaxID+1)},
+				{"ord", shanghai(27).Add(5 * time.Hour), "20261127000008"},
+				{"inv", shanghai(28), fmt.Sprintf("INV-202611-%05d", srcInv[0].MaxID+1)},
+				{"ord", shanghai(28), "20261128000001"}, // a period the source never had
+			} {
+				if got := firstID(t, to, c.tag, c.at, farClocks); got != c.want {
+					t.Errorf("%s at %s: first ID on the target %s, want %s", c.tag, c.at, got, c.want)
+				}
+			}
+
+			// Again: nothing to carry, and nothing moves.
+			before := countersOf(t, to, "ord")
+			out.Reset()
+			if err := runMigrate(cmd, &out, io.Discard); !errors.As(err, new(refusedTagsError)) {
+				t.Fatalf("second run: %v\n%s", err, out.String())
+			}
+			for _, want := range []string{
+				"ord: the target has it as dated of length 6 (period day, time_zone Asia/Shanghai, start 1) already; its period counters follow",
+				fmt.Sprintf("tag ord period 20261127: target max_id %d already >= 7", before[1].MaxID),
+			} {
+				if !strings.Contains(out.String(), want+"\n") {
+					t.Errorf("second run's output lacks %q:\n%s", want, out.String())
+				}
+			}
+			if got := countersOf(t, to, "ord"); !slices.Equal(got, before) {
+				t.Errorf("after a second run, target counters of ord %+v, want them as they were, %+v", got, before)
 			}
 		})
-	}
-}
-
-// TestAdvanceDatedNeedsPeriods: a store whose counters cannot be moved
-// moves nothing when a dated tag is to move, and the others as ever.
-func TestAdvanceDatedNeedsPeriods(t *testing.T) {
-	fake := &fakeSegments{rows: []segment.Tag{datedRow("ord", dated.Day, "UTC", 6, 10), {AppTag: "order", MaxID: 1200, Step: 100}}}
-	segs := struct{ Segments }{fake} // its Tags and AdvanceTag only
-	a := Advance{Segments: true, By: 10, Now: func() time.Time { return testNow }}
-	if err := a.Run(t.Context(), segs, nil); err == nil || !strings.Contains(err.Error(), `nothing moved: tag "ord" is dated`) {
-		t.Errorf("Run = %v, want the dated tag refused", err)
-	}
-	a.Tags = []string{"order"}
-	if err := a.Run(t.Context(), segs, nil); err != nil || !slices.Equal(fake.moved, []string{"order+10"}) {
-		t.Errorf("Run -tags order = %v, moving %q; want order moved", err, fake.moved)
 	}
 }

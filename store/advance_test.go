@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/idalloc/idalloc/advance"
 	"github.com/idalloc/idalloc/internal/advancetest"
-	"github.com/idalloc/idalloc/migrate"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -19,8 +19,8 @@ import (
 // advancing is a store handle with the advance methods.
 type advancing interface {
 	store.Store
-	migrate.Segments
-	migrate.Leases
+	advance.Segments
+	advance.Leases
 	ObserveConflicts(func(op string))
 }
 

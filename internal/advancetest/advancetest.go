@@ -22,7 +22,7 @@ import (
 	"github.com/idalloc/idalloc/workerlease"
 )
 
-// Store is a lease store with AdvanceLeases (migrate.Leases, here so that
+// Store is a lease store with AdvanceLeases (advance.Leases, here so that
 // the lease adapters' tests need not import migrate).
 type Store interface {
 	workerlease.Store

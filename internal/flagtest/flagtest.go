@@ -1,7 +1,7 @@
 // Package flagtest holds a command's flag parsing to idalloc's rule for
 // output: the usage asked for (-help, -h) goes to stdout, so that
 // `idalloc -help | less` pages it, with flag.ErrHelp; a flag error, and
-// the usage after it, go to stderr. The root's commands and migrate/cmd's
+// the usage after it, go to stderr. The root's commands and package migrate's
 // run their cases through it. It is imported by tests only.
 package flagtest
 

@@ -1,12 +1,12 @@
-// Package cmd is idalloc's two tools on a store's data, `idalloc migrate`
-// and `idalloc advance`: their flags, usage texts and reports, and what
-// surrounds the moves themselves (the refusal of a source still in use,
-// the copy of tags and worker-ID history; Advance's runbook step is
-// package migrate's). main dispatches to Migrate and Advance and passes
-// what only it may build: the process's output and environment, and the
-// opener of the lease stores (OpenLeases), as this package imports no
-// lease adapter.
-package cmd
+// Package migrate is `idalloc migrate`, the copy of a store's tags,
+// tokens and worker-ID history into another (from idalloc's own tables,
+// Leaf's or Tinyid's), and the command line of `idalloc advance`, whose
+// runbook step is package advance's: both read the server's config, open
+// its stores and refuse a source still in use the same way. main
+// dispatches to Migrate and Advance and passes what only it may build: the
+// process's output and environment, and the opener of the lease stores
+// (OpenLeases), as this package imports no lease adapter.
+package migrate
 
 import (
 	"context"
