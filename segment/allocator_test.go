@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -22,71 +22,16 @@ func newAllocator(tb testing.TB, st segment.Store, cfg segment.Config) *segment.
 	return a
 }
 
-// drain takes n IDs of tag from a in one goroutine, checking they increase.
-func drain(a *segment.Allocator, tag string, n int) ([]int64, error) {
-	ids := make([]int64, 0, n)
-	for i := 0; i < n; i++ {
-		id, err := a.Next(context.Background(), tag)
-		if err != nil {
-			return ids, fmt.Errorf("id %d: %w", i, err)
-		}
-		if len(ids) > 0 && id <= ids[len(ids)-1] {
-			return ids, fmt.Errorf("id %d: got %d after %d, want strictly increasing", i, id, ids[len(ids)-1])
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
-// concurrentDrain runs workers goroutines each taking n IDs from its own
-// allocator (allocs[i%len(allocs)]) and fails on any duplicate.
-func concurrentDrain(t *testing.T, allocs []*segment.Allocator, tag string, workers, n int) map[int64]bool {
-	t.Helper()
-	results := make(chan []int64, workers)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(a *segment.Allocator) {
-			defer wg.Done()
-			ids, err := drain(a, tag, n)
-			if err != nil {
-				errs <- err
-			}
-			results <- ids
-		}(allocs[w%len(allocs)])
-	}
-	wg.Wait()
-	close(results)
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	seen := make(map[int64]bool, workers*n)
-	for ids := range results {
-		for _, id := range ids {
-			if seen[id] {
-				t.Fatalf("duplicate ID %d", id)
-			}
-			seen[id] = true
-		}
-	}
-	if got, want := len(seen), workers*n; got != want {
-		t.Fatalf("got %d unique IDs, want %d", got, want)
-	}
-	return seen
-}
-
 func TestConcurrentNoDuplicates(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	a := newAllocator(t, st, segment.Config{})
-	concurrentDrain(t, []*segment.Allocator{a}, "t", 64, 5000)
+	drain.Concurrent(t, []*segment.Allocator{a}, "t", 64, 5000)
 }
 
 func TestFirstIDsAreOneTwoThree(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100000})
 	a := newAllocator(t, st, segment.Config{})
-	ids, err := drain(a, "t", 3)
+	ids, err := drain.IDs(a, "t", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +50,7 @@ func TestCloseGivesBackAndRestartContinues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ids, err := drain(a, "t", 25)
+				ids, err := drain.IDs(a, "t", 25)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -130,13 +75,13 @@ func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := drain(old, "t", 120)
+	ids, err := drain.IDs(old, "t", 120)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// old is never closed: a crash. Its prefetched segment is simply lost.
 	fresh := newAllocator(t, st, segment.Config{})
-	next, err := drain(fresh, "t", 10)
+	next, err := drain.IDs(fresh, "t", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +93,12 @@ func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
 func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	a := newAllocator(t, st, segment.Config{})
-	if _, err := drain(a, "t", 2); err != nil { // fetches (0,10] and prefetches (10,30]
+	if _, err := drain.IDs(a, "t", 2); err != nil { // fetches (0,10] and prefetches (10,30]
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 28 })
 	other := newAllocator(t, st, segment.Config{})
-	if _, err := drain(other, "t", 2); err != nil { // takes (30,40], prefetches (40,60]
+	if _, err := drain.IDs(other, "t", 2); err != nil { // takes (30,40], prefetches (40,60]
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { n, _ := other.Buffered("t"); return n == 28 })
@@ -176,13 +121,13 @@ func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
 func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 1000})
 	a := newAllocator(t, st, segment.Config{})
-	if _, err := drain(a, "t", 101); err != nil { // 10% of the first segment
+	if _, err := drain.IDs(a, "t", 101); err != nil { // 10% of the first segment
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 899+2000 })
 	st.failing.Store(true)
 	// Everything buffered is served with the store down.
-	if _, err := drain(a, "t", 899+2000); err != nil {
+	if _, err := drain.IDs(a, "t", 899+2000); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -219,7 +164,7 @@ func TestAdaptiveStep(t *testing.T) {
 		before := st.fetches.Load()
 		n, _ := a.Buffered("t")
 		if n > 0 {
-			if _, err := drain(a, "t", int(n)); err != nil {
+			if _, err := drain.IDs(a, "t", int(n)); err != nil {
 				t.Fatal(err)
 			}
 		} else if _, err := a.Next(context.Background(), "t"); err != nil {

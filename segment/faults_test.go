@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -16,7 +17,7 @@ func TestStoreFailsAfterFirstFetch(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 	st.failAfter.Store(1)
 	a := newAllocator(t, st, segment.Config{})
-	ids, err := drain(a, "t", 100)
+	ids, err := drain.IDs(a, "t", 100)
 	if err != nil {
 		t.Fatalf("buffered IDs with the store failing: %v", err)
 	}
@@ -85,7 +86,7 @@ func TestNextNSpansSegments(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 7})
 	a := newAllocator(t, st, segment.Config{MaxStep: 7})
 	other := make(chan error, 1)
-	go func() { _, err := drain(a, "t", 3000); other <- err }()
+	go func() { _, err := drain.IDs(a, "t", 3000); other <- err }()
 	var prev int64
 	dst := make([]int64, 1000)
 	for round := 0; round < 5; round++ {
@@ -171,7 +172,7 @@ func TestDemandCutsBackoffShort(t *testing.T) {
 		st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 		st.failAfter.Store(1)
 		a := newAllocator(t, st, segment.Config{})
-		if _, err := drain(a, "t", 100); err != nil {
+		if _, err := drain.IDs(a, "t", 100); err != nil {
 			t.Fatal(err)
 		}
 		for range 2000 { // 20s of requests every 10ms while the store is down

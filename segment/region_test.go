@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -55,7 +56,7 @@ func TestRegionIDsAreTheResidue(t *testing.T) {
 				if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "t", Step: step, Start: &start}); err != nil {
 					t.Fatal(err)
 				}
-				ids, err := drain(a, "t", n)
+				ids, err := drain.IDs(a, "t", n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -220,7 +221,7 @@ func TestRegionInstancesShareTheirDatabase(t *testing.T) {
 		}
 		allocs = append(allocs, a)
 	}
-	seen := concurrentDrain(t, allocs, "t", 6, 400)
+	seen := drain.Concurrent(t, allocs, "t", 6, 400)
 	var top int64
 	for id := range seen {
 		if id%3 != 2 {

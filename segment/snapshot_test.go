@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -62,7 +63,7 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 
 	// The 101st ID passes 10% of the segment: the next one, at the doubled
 	// step, is fetched in the background.
-	if _, err := drain(a, "t", 100); err != nil {
+	if _, err := drain.IDs(a, "t", 100); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { s := snapshotOf(t, a, "t"); return s.Prefetched > 0 && !s.Fetching })
@@ -73,7 +74,7 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	}
 
 	fs.failing.Store(true)
-	if _, err := drain(a, "t", 899+2000); err != nil { // the buffer outlives the store
+	if _, err := drain.IDs(a, "t", 899+2000); err != nil { // the buffer outlives the store
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return snapshotOf(t, a, "t").Failing })
@@ -114,7 +115,7 @@ func TestSnapshotsUnderLoad(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		wg.Go(func() {
-			if _, err := drain(a, "t", 2000); err != nil {
+			if _, err := drain.IDs(a, "t", 2000); err != nil {
 				errs <- err
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/scramble"
 	"github.com/idalloc/idalloc/segment"
@@ -107,7 +108,7 @@ func TestUpdateTagAppliesAtOnce(t *testing.T) {
 	// The segment lasted between 15 and 30 minutes: the adaptive step
 	// keeps 100, which the new floor raises to 500.
 	clock.Add(20 * time.Minute)
-	if _, err := drain(a, "t", 100); err != nil { // the prefetch starts at the 11th
+	if _, err := drain.IDs(a, "t", 100); err != nil { // the prefetch starts at the 11th
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return st.maxID("t") == 600 })

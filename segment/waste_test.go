@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -72,7 +73,7 @@ func TestWasteCounted(t *testing.T) {
 	// the prefetch, so 1..10 is current (8 left) and 11..20 is prefetched.
 	prime := func(t *testing.T, st *fakeStore, a *segment.Allocator) {
 		t.Helper()
-		if _, err := drain(a, "t", 2); err != nil {
+		if _, err := drain.IDs(a, "t", 2); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 18 })

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/drain"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -32,7 +32,7 @@ func TestDriversConcurrent64Goroutines(t *testing.T) {
 			st := d.Open(t)
 			createTag(t, st, "step10", 10)
 			a := newAllocator(t, st, segment.Config{})
-			concurrentDrain(t, []*segment.Allocator{a}, "step10", 64, 5000)
+			drain.Concurrent(t, []*segment.Allocator{a}, "step10", 64, 5000)
 		})
 	}
 }
@@ -50,7 +50,7 @@ func TestThreeAllocatorsOneDatabase(t *testing.T) {
 				// Separate handles: separate connections, as separate instances have.
 				allocs = append(allocs, newAllocator(t, db.Open(t), segment.Config{MaxStep: 7}))
 			}
-			concurrentDrain(t, allocs, "step7", 12, 2000)
+			drain.Concurrent(t, allocs, "step7", 12, 2000)
 		})
 	}
 }
@@ -66,7 +66,7 @@ func TestDriversRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids, err := drain(a, "test_business", 150)
+			ids, err := drain.IDs(a, "test_business", 150)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestDriversRestart(t *testing.T) {
 			}
 			// Graceful: the next instance continues at the next ID.
 			b := newAllocator(t, db.Open(t), segment.Config{})
-			next, err := drain(b, "test_business", 150)
+			next, err := drain.IDs(b, "test_business", 150)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +84,7 @@ func TestDriversRestart(t *testing.T) {
 			}
 			// Kill-style: b is abandoned without Close; c starts above all.
 			c := newAllocator(t, db.Open(t), segment.Config{})
-			after, err := drain(c, "test_business", 10)
+			after, err := drain.IDs(c, "test_business", 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,60 +103,6 @@ func newAllocator(tb testing.TB, st segment.Store, cfg segment.Config) *segment.
 	}
 	tb.Cleanup(func() { _ = a.Close(context.Background()) })
 	return a
-}
-
-// drain takes n IDs of tag from a in one goroutine, checking they increase.
-func drain(a *segment.Allocator, tag string, n int) ([]int64, error) {
-	ids := make([]int64, 0, n)
-	for i := 0; i < n; i++ {
-		id, err := a.Next(context.Background(), tag)
-		if err != nil {
-			return ids, fmt.Errorf("id %d: %w", i, err)
-		}
-		if len(ids) > 0 && id <= ids[len(ids)-1] {
-			return ids, fmt.Errorf("id %d: got %d after %d, want strictly increasing", i, id, ids[len(ids)-1])
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
-// concurrentDrain runs workers goroutines each taking n IDs from its own
-// allocator (allocs[i%len(allocs)]) and fails on any duplicate.
-func concurrentDrain(t *testing.T, allocs []*segment.Allocator, tag string, workers, n int) {
-	t.Helper()
-	results := make(chan []int64, workers)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(a *segment.Allocator) {
-			defer wg.Done()
-			ids, err := drain(a, tag, n)
-			if err != nil {
-				errs <- err
-			}
-			results <- ids
-		}(allocs[w%len(allocs)])
-	}
-	wg.Wait()
-	close(results)
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	seen := make(map[int64]bool, workers*n)
-	for ids := range results {
-		for _, id := range ids {
-			if seen[id] {
-				t.Fatalf("duplicate ID %d", id)
-			}
-			seen[id] = true
-		}
-	}
-	if got, want := len(seen), workers*n; got != want {
-		t.Fatalf("got %d unique IDs, want %d", got, want)
-	}
 }
 
 // TestUpdateTagReachesEveryInstance: on every driver, a step changed
@@ -187,7 +133,7 @@ func TestUpdateTagReachesEveryInstance(t *testing.T) {
 			})
 			seen := map[int64]bool{}
 			for _, a := range []*segment.Allocator{other, one} {
-				ids, err := drain(a, "t", 20)
+				ids, err := drain.IDs(a, "t", 20)
 				if err != nil {
 					t.Fatal(err)
 				}
