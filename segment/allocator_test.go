@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -25,13 +25,13 @@ func newAllocator(tb testing.TB, st segment.Store, cfg segment.Config) *segment.
 func TestConcurrentNoDuplicates(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	a := newAllocator(t, st, segment.Config{})
-	drain.Concurrent(t, []*segment.Allocator{a}, "t", 64, 5000)
+	alloctest.DrainConcurrently(t, []*segment.Allocator{a}, "t", 64, 5000)
 }
 
 func TestFirstIDsAreOneTwoThree(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100000})
 	a := newAllocator(t, st, segment.Config{})
-	ids, err := drain.IDs(a, "t", 3)
+	ids, err := alloctest.Drain(a, "t", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestCloseGivesBackAndRestartContinues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ids, err := drain.IDs(a, "t", 25)
+				ids, err := alloctest.Drain(a, "t", 25)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -75,13 +75,13 @@ func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := drain.IDs(old, "t", 120)
+	ids, err := alloctest.Drain(old, "t", 120)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// old is never closed: a crash. Its prefetched segment is simply lost.
 	fresh := newAllocator(t, st, segment.Config{})
-	next, err := drain.IDs(fresh, "t", 10)
+	next, err := alloctest.Drain(fresh, "t", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +93,15 @@ func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
 func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	a := newAllocator(t, st, segment.Config{})
-	if _, err := drain.IDs(a, "t", 2); err != nil { // fetches (0,10] and prefetches (10,30]
+	if _, err := alloctest.Drain(a, "t", 2); err != nil { // fetches (0,10] and prefetches (10,30]
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 28 })
+	alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 28 })
 	other := newAllocator(t, st, segment.Config{})
-	if _, err := drain.IDs(other, "t", 2); err != nil { // takes (30,40], prefetches (40,60]
+	if _, err := alloctest.Drain(other, "t", 2); err != nil { // takes (30,40], prefetches (40,60]
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { n, _ := other.Buffered("t"); return n == 28 })
+	alloctest.WaitFor(t, func() bool { n, _ := other.Buffered("t"); return n == 28 })
 	if err := other.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +121,13 @@ func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
 func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 1000})
 	a := newAllocator(t, st, segment.Config{})
-	if _, err := drain.IDs(a, "t", 101); err != nil { // 10% of the first segment
+	if _, err := alloctest.Drain(a, "t", 101); err != nil { // 10% of the first segment
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 899+2000 })
+	alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 899+2000 })
 	st.failing.Store(true)
 	// Everything buffered is served with the store down.
-	if _, err := drain.IDs(a, "t", 899+2000); err != nil {
+	if _, err := alloctest.Drain(a, "t", 899+2000); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -139,7 +139,7 @@ func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
 		t.Fatalf("ErrUnavailable took %v, want at most the wait bound", took)
 	}
 	st.failing.Store(false)
-	waitFor(t, func() bool { _, err := a.Next(context.Background(), "t"); return err == nil })
+	alloctest.WaitFor(t, func() bool { _, err := a.Next(context.Background(), "t"); return err == nil })
 }
 
 func TestAdaptiveStep(t *testing.T) {
@@ -164,7 +164,7 @@ func TestAdaptiveStep(t *testing.T) {
 		before := st.fetches.Load()
 		n, _ := a.Buffered("t")
 		if n > 0 {
-			if _, err := drain.IDs(a, "t", int(n)); err != nil {
+			if _, err := alloctest.Drain(a, "t", int(n)); err != nil {
 				t.Fatal(err)
 			}
 		} else if _, err := a.Next(context.Background(), "t"); err != nil {
@@ -174,30 +174,10 @@ func TestAdaptiveStep(t *testing.T) {
 		// still in flight at the next round would end after its clock.Add
 		// (so the next step sees a segment that lasted no time), and its
 		// IDs would be missing from the next round's Buffered.
-		waitFor(t, func() bool {
+		alloctest.WaitFor(t, func() bool {
 			n, _ := a.Buffered("t")
-			return st.returned.Load() > before && stepOf(a, "t") == s.want && n >= s.want-1
+			return st.returned.Load() > before && alloctest.Step(a, "t") == s.want && n >= s.want-1
 		})
 		_ = i
-	}
-}
-
-func stepOf(a *segment.Allocator, tag string) int64 {
-	for _, s := range a.Stats() {
-		if s.AppTag == tag {
-			return s.Step
-		}
-	}
-	return -1
-}
-
-func waitFor(tb testing.TB, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -32,7 +33,7 @@ func TestFailedBatchLeavesNoGap(t *testing.T) {
 	}
 	st.failAfter.Store(0)
 	batch := make([]int64, 15)
-	waitFor(t, func() bool { return a.NextN(ctx, "t", batch) == nil })
+	alloctest.WaitFor(t, func() bool { return a.NextN(ctx, "t", batch) == nil })
 	want := make([]int64, 15)
 	for i := range want {
 		want[i] = int64(3 + i) // 3..10 from the first segment, 11..17 from the next

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -125,7 +125,7 @@ func TestBoundedBatchAcrossRestarts(t *testing.T) {
 	st := newFakeStore()
 	a := newAllocator(t, st, segment.Config{})
 	twoDigits(t, a, 10)
-	issued, _ := drain.IDs(a, "f", 1)
+	issued, _ := alloctest.Drain(a, "f", 1)
 	wantTooLarge(t, "a batch of 100", a.NextN(ctx, "f", make([]int64, 100)), 89)
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -176,11 +176,11 @@ func TestBoundedBatchSeveralInstances(t *testing.T) {
 	a := newAllocator(t, st, segment.Config{Observer: obs})
 	twoDigits(t, a, 10)
 	b := newAllocator(t, st, segment.Config{Observer: obs})
-	issued, _ := drain.IDs(a, "f", 2) // 10, 11; a holds 12..19 and prefetches 20..39
-	waitFor(t, func() bool { n, _ := a.Buffered("f"); return n == 28 })
-	more, _ := drain.IDs(b, "f", 2) // 40, 41; b holds 42..49 and prefetches 50..69
+	issued, _ := alloctest.Drain(a, "f", 2) // 10, 11; a holds 12..19 and prefetches 20..39
+	alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("f"); return n == 28 })
+	more, _ := alloctest.Drain(b, "f", 2) // 40, 41; b holds 42..49 and prefetches 50..69
 	issued = append(issued, more...)
-	waitFor(t, func() bool { n, _ := b.Buffered("f"); return n == 28 })
+	alloctest.WaitFor(t, func() bool { n, _ := b.Buffered("f"); return n == 28 })
 
 	// a's batch fetches what it lacks, which stops at 99: 28 + 30 left.
 	wantTooLarge(t, "a batch of 100 on a", a.NextN(ctx, "f", make([]int64, 100)), 58)

@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -17,7 +17,7 @@ func TestStoreFailsAfterFirstFetch(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 	st.failAfter.Store(1)
 	a := newAllocator(t, st, segment.Config{})
-	ids, err := drain.IDs(a, "t", 100)
+	ids, err := alloctest.Drain(a, "t", 100)
 	if err != nil {
 		t.Fatalf("buffered IDs with the store failing: %v", err)
 	}
@@ -28,7 +28,7 @@ func TestStoreFailsAfterFirstFetch(t *testing.T) {
 		t.Fatalf("drained with the store failing: got %v, want ErrUnavailable", err)
 	}
 	st.failAfter.Store(0)
-	waitFor(t, func() bool { _, err := a.Next(context.Background(), "t"); return err == nil })
+	alloctest.WaitFor(t, func() bool { _, err := a.Next(context.Background(), "t"); return err == nil })
 	id, err := a.Next(context.Background(), "t")
 	if err != nil || id <= 100 {
 		t.Fatalf("after recovery got %d, %v; want an ID above 100", id, err)
@@ -86,7 +86,7 @@ func TestNextNSpansSegments(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 7})
 	a := newAllocator(t, st, segment.Config{MaxStep: 7})
 	other := make(chan error, 1)
-	go func() { _, err := drain.IDs(a, "t", 3000); other <- err }()
+	go func() { _, err := alloctest.Drain(a, "t", 3000); other <- err }()
 	var prev int64
 	dst := make([]int64, 1000)
 	for round := 0; round < 5; round++ {
@@ -172,7 +172,7 @@ func TestDemandCutsBackoffShort(t *testing.T) {
 		st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 		st.failAfter.Store(1)
 		a := newAllocator(t, st, segment.Config{})
-		if _, err := drain.IDs(a, "t", 100); err != nil {
+		if _, err := alloctest.Drain(a, "t", 100); err != nil {
 			t.Fatal(err)
 		}
 		for range 2000 { // 20s of requests every 10ms while the store is down

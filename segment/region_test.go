@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -56,7 +56,7 @@ func TestRegionIDsAreTheResidue(t *testing.T) {
 				if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "t", Step: step, Start: &start}); err != nil {
 					t.Fatal(err)
 				}
-				ids, err := drain.IDs(a, "t", n)
+				ids, err := alloctest.Drain(a, "t", n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -221,7 +221,7 @@ func TestRegionInstancesShareTheirDatabase(t *testing.T) {
 		}
 		allocs = append(allocs, a)
 	}
-	seen := drain.Concurrent(t, allocs, "t", 6, 400)
+	seen := alloctest.DrainConcurrently(t, allocs, "t", 6, 400)
 	var top int64
 	for id := range seen {
 		if id%3 != 2 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -18,16 +19,6 @@ func manyTags(n int) []segment.Tag {
 		tags[i] = segment.Tag{AppTag: fmt.Sprintf("t%04d", i), Step: 10, Start: 1}
 	}
 	return tags
-}
-
-// reloadOnMiss makes a reload happen now: past minReloadGap on the
-// allocator's clock, a miss reloads.
-func reloadOnMiss(t *testing.T, a *segment.Allocator, clock *testclock.Clock) {
-	t.Helper()
-	clock.Add(time.Second)
-	if _, err := a.Next(context.Background(), "no_such_tag"); !errors.Is(err, segment.ErrUnknownTag) {
-		t.Fatalf("Next(no_such_tag) = %v, want ErrUnknownTag", err)
-	}
 }
 
 // TestReloadReadsWhatChanged: a reload reads the rows written since the
@@ -60,7 +51,7 @@ func TestReloadReadsWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := st.listed.Load()
-	reloadOnMiss(t, a, clock)
+	alloctest.ReloadOnMiss(t, a, clock)
 	if got := st.listed.Load() - before; got != 3 {
 		t.Errorf("the reload read %d rows, want the 3 written", got)
 	}
@@ -91,13 +82,13 @@ func TestReloadReadsWhatChanged(t *testing.T) {
 	// This instance's own fetch of new wrote its row: the next reload
 	// reads it. After it, nothing is written: the rows within the overlap
 	// are read again, and the list stays as it is, not copied.
-	reloadOnMiss(t, a, clock)
+	alloctest.ReloadOnMiss(t, a, clock)
 	if r := a.Tags()[0]; r.AppTag != "new" || r.MaxID != 1000 {
 		t.Errorf("new = %+v, want max_id 1000, fetched here", r)
 	}
 	tags = a.Tags()
 	before = st.listed.Load()
-	reloadOnMiss(t, a, clock)
+	alloctest.ReloadOnMiss(t, a, clock)
 	if got := st.listed.Load() - before; got > 4 {
 		t.Errorf("a reload with nothing written read %d rows, want at most the 4 written lately", got)
 	}
@@ -114,7 +105,7 @@ func TestFullReloadSeesWhatChangesCannot(t *testing.T) {
 	a := newAllocator(t, st, segment.Config{TagRefresh: time.Millisecond})
 	st.edit("t0000", func(r *segment.Tag) bool { r.Description = "by hand"; return true })
 	st.edit("t0001", func(*segment.Tag) bool { return false })
-	waitFor(t, func() bool {
+	alloctest.WaitFor(t, func() bool {
 		tags := a.Tags()
 		return tagNames(tags) == "t0000 t0002" && tags[0].Description == "by hand"
 	})
@@ -136,7 +127,7 @@ func TestStoreClockBackReadsEveryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := st.listed.Load()
-	reloadOnMiss(t, a, clock)
+	alloctest.ReloadOnMiss(t, a, clock)
 	if got := st.listed.Load() - before; got != 1501 {
 		t.Errorf("the reload read %d rows, want every one, 1501", got)
 	}
@@ -161,7 +152,7 @@ func TestReloadFailurePartWay(t *testing.T) {
 		t.Fatalf("Next(x) with the store down = %v, want ErrUnavailable", err)
 	}
 	st.failing.Store(false)
-	reloadOnMiss(t, a, clock)
+	alloctest.ReloadOnMiss(t, a, clock)
 	if _, err := a.Next(ctx, "x"); err != nil {
 		t.Errorf("Next(x) after the store came back = %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -46,7 +46,7 @@ func TestRewoundStoreIsRefused(t *testing.T) {
 	ctx := context.Background()
 
 	// Take the first segment and let the prefetch of the second land.
-	ids, err := drain.IDs(a, "t", 5)
+	ids, err := alloctest.Drain(a, "t", 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -63,10 +63,10 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 
 	// The 101st ID passes 10% of the segment: the next one, at the doubled
 	// step, is fetched in the background.
-	if _, err := drain.IDs(a, "t", 100); err != nil {
+	if _, err := alloctest.Drain(a, "t", 100); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { s := snapshotOf(t, a, "t"); return s.Prefetched > 0 && !s.Fetching })
+	alloctest.WaitFor(t, func() bool { s := snapshotOf(t, a, "t"); return s.Prefetched > 0 && !s.Fetching })
 	got = snapshotOf(t, a, "t")
 	if got.CurrentLeft != 899 || got.Prefetched != 2000 || got.Buffered != 2899 || got.Step != 2000 ||
 		got.RowStep != 1000 || got.MaxID != 3000 || got.Issued != 101 || got.Failing {
@@ -74,10 +74,10 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	}
 
 	fs.failing.Store(true)
-	if _, err := drain.IDs(a, "t", 899+2000); err != nil { // the buffer outlives the store
+	if _, err := alloctest.Drain(a, "t", 899+2000); err != nil { // the buffer outlives the store
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return snapshotOf(t, a, "t").Failing })
+	alloctest.WaitFor(t, func() bool { return snapshotOf(t, a, "t").Failing })
 	if got := snapshotOf(t, a, "t"); got.Buffered != 0 || got.CurrentLeft != 0 || got.CurrentSize != 2000 || got.MaxID != 3000 {
 		t.Errorf("spent with the store down got %+v, want nothing left of the 2000-ID segment, max_id still 3000", got)
 	}
@@ -115,7 +115,7 @@ func TestSnapshotsUnderLoad(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		wg.Go(func() {
-			if _, err := drain.IDs(a, "t", 2000); err != nil {
+			if _, err := alloctest.Drain(a, "t", 2000); err != nil {
 				errs <- err
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -69,7 +70,7 @@ func TestTagsFollowReloads(t *testing.T) {
 	if _, err := st.Fetch(ctx, "a", segment.MaxUsableID, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	alloctest.WaitFor(t, func() bool {
 		tags := a.Tags()
 		return tagNames(tags) == "a c" && tags[0].MaxID == 10
 	})

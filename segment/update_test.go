@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/scramble"
 	"github.com/idalloc/idalloc/segment"
@@ -108,10 +108,10 @@ func TestUpdateTagAppliesAtOnce(t *testing.T) {
 	// The segment lasted between 15 and 30 minutes: the adaptive step
 	// keeps 100, which the new floor raises to 500.
 	clock.Add(20 * time.Minute)
-	if _, err := drain.IDs(a, "t", 100); err != nil { // the prefetch starts at the 11th
+	if _, err := alloctest.Drain(a, "t", 100); err != nil { // the prefetch starts at the 11th
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return st.maxID("t") == 600 })
+	alloctest.WaitFor(t, func() bool { return st.maxID("t") == 600 })
 	if n := st.lists.Load(); n != lists {
 		t.Errorf("the tag list was read %d times, want 0", n-lists)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -73,10 +73,10 @@ func TestWasteCounted(t *testing.T) {
 	// the prefetch, so 1..10 is current (8 left) and 11..20 is prefetched.
 	prime := func(t *testing.T, st *fakeStore, a *segment.Allocator) {
 		t.Helper()
-		if _, err := drain.IDs(a, "t", 2); err != nil {
+		if _, err := alloctest.Drain(a, "t", 2); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 18 })
+		alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 18 })
 		if st.fetches.Load() != 2 {
 			t.Fatalf("fetches = %d, want 2", st.fetches.Load())
 		}
@@ -159,7 +159,7 @@ func TestWasteCounted(t *testing.T) {
 		if _, err := a.Next(ctx, "t"); err != nil { // prefetches 21..30
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 18 })
+		alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 18 })
 		if err := a.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestFetchTimedOut(t *testing.T) {
 	a2 := newAllocator(t, st2, segment.Config{Observer: obs2, WaitTimeout: 50 * time.Millisecond})
 	st2.failing.Store(true)
 	_, _ = a2.Next(ctx, "t")
-	waitFor(t, func() bool { obs2.mu.Lock(); defer obs2.mu.Unlock(); return len(obs2.fetchErrs) > 0 })
+	alloctest.WaitFor(t, func() bool { obs2.mu.Lock(); defer obs2.mu.Unlock(); return len(obs2.fetchErrs) > 0 })
 	obs2.mu.Lock()
 	defer obs2.mu.Unlock()
 	if err := obs2.fetchErrs[0]; errors.Is(err, segment.ErrFetchTimedOut) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idalloc/idalloc/internal/drain"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -32,7 +32,7 @@ func TestDriversConcurrent64Goroutines(t *testing.T) {
 			st := d.Open(t)
 			createTag(t, st, "step10", 10)
 			a := newAllocator(t, st, segment.Config{})
-			drain.Concurrent(t, []*segment.Allocator{a}, "step10", 64, 5000)
+			alloctest.DrainConcurrently(t, []*segment.Allocator{a}, "step10", 64, 5000)
 		})
 	}
 }
@@ -50,7 +50,7 @@ func TestThreeAllocatorsOneDatabase(t *testing.T) {
 				// Separate handles: separate connections, as separate instances have.
 				allocs = append(allocs, newAllocator(t, db.Open(t), segment.Config{MaxStep: 7}))
 			}
-			drain.Concurrent(t, allocs, "step7", 12, 2000)
+			alloctest.DrainConcurrently(t, allocs, "step7", 12, 2000)
 		})
 	}
 }
@@ -66,7 +66,7 @@ func TestDriversRestart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids, err := drain.IDs(a, "test_business", 150)
+			ids, err := alloctest.Drain(a, "test_business", 150)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func TestDriversRestart(t *testing.T) {
 			}
 			// Graceful: the next instance continues at the next ID.
 			b := newAllocator(t, db.Open(t), segment.Config{})
-			next, err := drain.IDs(b, "test_business", 150)
+			next, err := alloctest.Drain(b, "test_business", 150)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +84,7 @@ func TestDriversRestart(t *testing.T) {
 			}
 			// Kill-style: b is abandoned without Close; c starts above all.
 			c := newAllocator(t, db.Open(t), segment.Config{})
-			after, err := drain.IDs(c, "test_business", 10)
+			after, err := alloctest.Drain(c, "test_business", 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,13 +127,13 @@ func TestUpdateTagReachesEveryInstance(t *testing.T) {
 			if m := storeMaxID(t, st, "t"); m != 10 {
 				t.Errorf("max_id after the update %d, want 10 as before", m)
 			}
-			waitFor(t, func() bool {
+			alloctest.WaitFor(t, func() bool {
 				s, ok := other.Snapshot("t")
 				return ok && s.RowStep == 1000 && other.Tags()[0].Step == 1000
 			})
 			seen := map[int64]bool{}
 			for _, a := range []*segment.Allocator{other, one} {
-				ids, err := drain.IDs(a, "t", 20)
+				ids, err := alloctest.Drain(a, "t", 20)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -144,7 +144,7 @@ func TestUpdateTagReachesEveryInstance(t *testing.T) {
 					seen[id] = true
 				}
 			}
-			if s := stepOf(other, "t"); s < 1000 {
+			if s := alloctest.Step(other, "t"); s < 1000 {
 				t.Errorf("the other allocator's fetch after the reload took %d, want at least the new step 1000", s)
 			}
 		})
@@ -188,7 +188,7 @@ func TestCreateTagsOnEveryDriver(t *testing.T) {
 			if id, err := a.Next(ctx, "c2499"); err != nil || id != 1 {
 				t.Errorf("Next(c2499) here = %d, %v; want 1", id, err)
 			}
-			reloadOnMiss(t, other, clock)
+			alloctest.ReloadOnMiss(t, other, clock)
 			if got := len(other.Tags()); got != 2500 {
 				t.Errorf("the other instance lists %d tags after a reload, want 2500", got)
 			}
@@ -204,26 +204,6 @@ func TestCreateTagsOnEveryDriver(t *testing.T) {
 	}
 }
 
-func stepOf(a *segment.Allocator, tag string) int64 {
-	for _, s := range a.Stats() {
-		if s.AppTag == tag {
-			return s.Step
-		}
-	}
-	return -1
-}
-
-func waitFor(tb testing.TB, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatal("condition not met within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // newTags are n sequential tags to create, named c0000, c0001, …
 func newTags(n int) []segment.NewTag {
 	tags := make([]segment.NewTag, n)
@@ -231,14 +211,4 @@ func newTags(n int) []segment.NewTag {
 		tags[i] = segment.NewTag{AppTag: fmt.Sprintf("c%04d", i), Step: 100}
 	}
 	return tags
-}
-
-// reloadOnMiss makes a reload happen now: past minReloadGap on the
-// allocator's clock, a miss reloads.
-func reloadOnMiss(t *testing.T, a *segment.Allocator, clock *testclock.Clock) {
-	t.Helper()
-	clock.Add(time.Second)
-	if _, err := a.Next(context.Background(), "no_such_tag"); !errors.Is(err, segment.ErrUnknownTag) {
-		t.Fatalf("Next(no_such_tag) = %v, want ErrUnknownTag", err)
-	}
 }
