@@ -12,25 +12,15 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
-func newAllocator(tb testing.TB, st segment.Store, cfg segment.Config) *segment.Allocator {
-	tb.Helper()
-	a, err := segment.New(context.Background(), st, cfg)
-	if err != nil {
-		tb.Fatalf("segment.New: %v", err)
-	}
-	tb.Cleanup(func() { _ = a.Close(context.Background()) })
-	return a
-}
-
 func TestConcurrentNoDuplicates(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	alloctest.DrainConcurrently(t, []*segment.Allocator{a}, "t", 64, 5000)
 }
 
 func TestFirstIDsAreOneTwoThree(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100000})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	ids, err := alloctest.Drain(a, "t", 3)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +70,7 @@ func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
 		t.Fatal(err)
 	}
 	// old is never closed: a crash. Its prefetched segment is simply lost.
-	fresh := newAllocator(t, st, segment.Config{})
+	fresh := alloctest.New(t, st, segment.Config{})
 	next, err := alloctest.Drain(fresh, "t", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -92,12 +82,12 @@ func TestAbandonThenNewAllocatorIsAbove(t *testing.T) {
 
 func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	if _, err := alloctest.Drain(a, "t", 2); err != nil { // fetches (0,10] and prefetches (10,30]
 		t.Fatal(err)
 	}
 	alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("t"); return n == 28 })
-	other := newAllocator(t, st, segment.Config{})
+	other := alloctest.New(t, st, segment.Config{})
 	if _, err := alloctest.Drain(other, "t", 2); err != nil { // takes (30,40], prefetches (40,60]
 		t.Fatal(err)
 	}
@@ -120,7 +110,7 @@ func TestCloseGivesBackOnlyOwnSuffix(t *testing.T) {
 
 func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 1000})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	if _, err := alloctest.Drain(a, "t", 101); err != nil { // 10% of the first segment
 		t.Fatal(err)
 	}
@@ -145,7 +135,7 @@ func TestPrefetchKeepsStoreOffRequestPath(t *testing.T) {
 func TestAdaptiveStep(t *testing.T) {
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
-	a := newAllocator(t, st, segment.Config{Now: clock.Now, MaxStep: 400})
+	a := alloctest.New(t, st, segment.Config{Now: clock.Now, MaxStep: 400})
 	steps := []struct {
 		lasted time.Duration
 		want   int64

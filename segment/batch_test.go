@@ -18,7 +18,7 @@ import (
 func TestFailedBatchLeavesNoGap(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	st.failAfter.Store(1)
-	a := newAllocator(t, st, segment.Config{MaxStep: 10})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 10})
 	ctx := context.Background()
 	if id, err := a.Next(ctx, "t"); err != nil || id != 1 {
 		t.Fatalf("first ID: %d, %v", id, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkAtomicAddParallel(b *testing.B) {
 
 func benchAllocator(b *testing.B) *segment.Allocator {
 	st := newFakeStore(segment.Tag{AppTag: "bench", Step: 1_000_000})
-	a := newAllocator(b, st, segment.Config{MaxStep: 100_000_000})
+	a := alloctest.New(b, st, segment.Config{MaxStep: 100_000_000})
 	if _, err := a.Next(context.Background(), "bench"); err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func BenchmarkNextN1000(b *testing.B) {
 // path plus one FF1 permutation (about 1.1 AES-based FF1 calls).
 func BenchmarkNextScrambled(b *testing.B) {
 	st := newFakeStore()
-	a := newAllocator(b, st, segment.Config{MaxStep: 100_000_000})
+	a := alloctest.New(b, st, segment.Config{MaxStep: 100_000_000})
 	ctx := context.Background()
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "scr", Step: 1_000_000, Format: segment.FormatScrambled, Length: 12}); err != nil {
 		b.Fatal(err)
@@ -97,7 +98,7 @@ func BenchmarkNextScrambled(b *testing.B) {
 // run spends a period) and takes its first ID.
 func benchDated(b *testing.B, n segment.NewTag) *segment.Allocator {
 	st := newPeriodStore(nil)
-	a := newAllocator(b, st, segment.Config{MaxStep: 100_000_000})
+	a := alloctest.New(b, st, segment.Config{MaxStep: 100_000_000})
 	n.Format, n.Step, n.Length = segment.FormatDated, 1_000_000, 10
 	if _, err := a.CreateTag(context.Background(), n); err != nil {
 		b.Fatal(err)

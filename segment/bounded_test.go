@@ -87,7 +87,7 @@ func TestBoundedBatchRefusedWhole(t *testing.T) {
 			t.Run(name+"/step "+strconv.FormatInt(step, 10), func(t *testing.T) {
 				st := newFakeStore()
 				obs := newWasteObserver()
-				a := newAllocator(t, st, segment.Config{Observer: obs})
+				a := alloctest.New(t, st, segment.Config{Observer: obs})
 				twoDigits(t, a, step)
 				if id, err := a.Next(ctx, "f"); err != nil || id != 10 {
 					t.Fatalf("first ID = %d, %v; want 10", id, err)
@@ -123,7 +123,7 @@ func TestBoundedBatchRefusedWhole(t *testing.T) {
 func TestBoundedBatchAcrossRestarts(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	twoDigits(t, a, 10)
 	issued, _ := alloctest.Drain(a, "f", 1)
 	wantTooLarge(t, "a batch of 100", a.NextN(ctx, "f", make([]int64, 100)), 89)
@@ -131,7 +131,7 @@ func TestBoundedBatchAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := newAllocator(t, st, segment.Config{})
+	b := alloctest.New(t, st, segment.Config{})
 	wantTooLarge(t, "a batch of 100 after a restart", b.NextN(ctx, "f", make([]int64, 100)), 89)
 	forty := make([]int64, 40)
 	if err := b.NextN(ctx, "f", forty); err != nil {
@@ -142,7 +142,7 @@ func TestBoundedBatchAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := newAllocator(t, st, segment.Config{})
+	c := alloctest.New(t, st, segment.Config{})
 	if _, err := c.NextRanges(ctx, "f", 1000, nil); err == nil {
 		t.Fatal("1,000 as ranges with 49 left: got no error")
 	} else {
@@ -155,7 +155,7 @@ func TestBoundedBatchAcrossRestarts(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	d := newAllocator(t, st, segment.Config{})
+	d := alloctest.New(t, st, segment.Config{})
 	if _, err := d.Next(ctx, "f"); !errors.Is(err, segment.ErrExhausted) {
 		t.Errorf("Next after the last restart = %v, want ErrExhausted", err)
 	}
@@ -173,9 +173,9 @@ func TestBoundedBatchSeveralInstances(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
 	obs := newWasteObserver()
-	a := newAllocator(t, st, segment.Config{Observer: obs})
+	a := alloctest.New(t, st, segment.Config{Observer: obs})
 	twoDigits(t, a, 10)
-	b := newAllocator(t, st, segment.Config{Observer: obs})
+	b := alloctest.New(t, st, segment.Config{Observer: obs})
 	issued, _ := alloctest.Drain(a, "f", 2) // 10, 11; a holds 12..19 and prefetches 20..39
 	alloctest.WaitFor(t, func() bool { n, _ := a.Buffered("f"); return n == 28 })
 	more, _ := alloctest.Drain(b, "f", 2) // 40, 41; b holds 42..49 and prefetches 50..69
@@ -204,7 +204,7 @@ func TestBoundedBatchSeveralInstances(t *testing.T) {
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := newAllocator(t, st, segment.Config{Observer: obs})
+	c := alloctest.New(t, st, segment.Config{Observer: obs})
 	issued = append(issued, drainAll(t, c, "f")...)
 	issued = append(issued, drainAll(t, b, "f")...)
 	slices.Sort(issued)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
 )
@@ -56,7 +57,7 @@ func TestCreateTagsRefusesBeforeWriting(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := newFakeStore()
-			a := newAllocator(t, st, segment.Config{})
+			a := alloctest.New(t, st, segment.Config{})
 			made, err := a.CreateTags(context.Background(), tt.edit(newTags(5)))
 			e, ok := errs.Describe(err)
 			if !ok || made != nil {
@@ -82,7 +83,7 @@ func TestCreateTagsRefusesBeforeWriting(t *testing.T) {
 func TestCreateTagsSkipsExisting(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore(segment.Tag{AppTag: "c0001", Step: 7, MaxID: 70}, segment.Tag{AppTag: "c0003", Step: 7})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	req := newTags(5)
 	req[4].Format, req[4].Length = segment.FormatScrambled, 8
 	made, err := a.CreateTags(ctx, req)
@@ -127,7 +128,7 @@ func TestCreateTagsStoreFailsPartWay(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
 	st.createFailAt = 3
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	made, err := a.CreateTags(ctx, newTags(5))
 	if !errors.Is(err, segment.ErrUnavailable) || tagNames(made) != "c0000 c0001 c0002" {
 		t.Fatalf("CreateTags = %q, %v; want the first three and ErrUnavailable", tagNames(made), err)
@@ -150,7 +151,7 @@ func TestCreateTagsStoreFailsPartWay(t *testing.T) {
 // nothing: ErrUnavailable.
 func TestCreateTagsStoreDown(t *testing.T) {
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	st.failing.Store(true)
 	made, err := a.CreateTags(context.Background(), newTags(2))
 	if !errors.Is(err, segment.ErrUnavailable) || made != nil {

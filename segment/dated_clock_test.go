@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -110,7 +111,7 @@ func TestDatedClockMidpoint(t *testing.T) {
 	clock := testclock.New(utc(2026, 11, 26, 10, 0, 0, 0))
 	st := newPeriodStore(clock)
 	slow := &slowPeriodStore{periodStore: st, clock: clock, way: 2 * time.Second}
-	a := newAllocator(t, slow, segment.Config{Now: clock.Now})
+	a := alloctest.New(t, slow, segment.Config{Now: clock.Now})
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "d", Format: segment.FormatDated, Step: 10, Period: dated.Day}); err != nil {
 		t.Fatal(err)
 	}

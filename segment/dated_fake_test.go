@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -152,7 +153,7 @@ func newDatedAllocator(tb testing.TB, clock *testclock.Clock, n segment.NewTag, 
 	tb.Helper()
 	st := newPeriodStore(clock)
 	cfg.Now = clock.Now
-	a := newAllocator(tb, st, cfg)
+	a := alloctest.New(tb, st, cfg)
 	n.Format = segment.FormatDated
 	if _, err := a.CreateTag(context.Background(), n); err != nil {
 		tb.Fatalf("CreateTag(%+v): %v", n, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -125,7 +126,7 @@ func TestDatedRows(t *testing.T) {
 	if row.FormatSpec != spec || row.Length != 6 || row.Start != 1 || row.Format != segment.FormatDated {
 		t.Errorf("Tags()[0] = %+v, want the spec %q, length 6, start 1", row, spec)
 	}
-	b := newAllocator(t, st, segment.Config{Now: clock.Now})
+	b := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	for i, want := range []string{"ORD-20261126-000001", "ORD-20261126-000011"} {
 		al := []*segment.Allocator{a, b}[i]
 		if got, err := al.NextText(ctx, "ord"); err != nil || got != want {
@@ -140,7 +141,7 @@ func TestDatedRows(t *testing.T) {
 func TestCreateDatedNeedsAPeriodStore(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	_, err := a.CreateTag(ctx, segment.NewTag{AppTag: "d", Format: segment.FormatDated})
 	e, ok := errs.Describe(err)
 	if !errors.Is(err, segment.ErrFormatUnsupported) || !errors.Is(err, segment.ErrDatedUnsupported) || !ok ||
@@ -158,7 +159,7 @@ func TestCreateDatedNeedsAPeriodStore(t *testing.T) {
 	// fault, never served as another format.
 	st.rows["d"] = &segment.Tag{AppTag: "d", Step: 5, Start: 1, Format: segment.FormatDated, Length: 6,
 		FormatSpec: "v1;period=day;time_zone=UTC;prefix=;separator="}
-	b := newAllocator(t, st, segment.Config{})
+	b := alloctest.New(t, st, segment.Config{})
 	if id, err := b.Next(ctx, "d"); err == nil || errs.KindOf(err) != errs.Internal {
 		t.Errorf("Next on a dated row of a store without PeriodStore = %d, %v; want a fault", id, err)
 	}

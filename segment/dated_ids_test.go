@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -22,7 +23,7 @@ func TestDatedTextAndNumbers(t *testing.T) {
 	ctx := context.Background()
 	clock := testclock.New(utc(2026, 11, 26, 15, 0, 0, 0))
 	st := newPeriodStore(clock)
-	a := newAllocator(t, st, segment.Config{Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	for _, n := range []segment.NewTag{
 		{AppTag: "ord", Format: segment.FormatDated, Step: 10, TimeZone: "Asia/Shanghai", Prefix: "ORD", Separator: "-"},
 		{AppTag: "sep", Format: segment.FormatDated, Step: 10, Separator: "/", Length: 4},
@@ -83,7 +84,7 @@ func TestDatedAllocations(t *testing.T) {
 	ctx := context.Background()
 	clock := testclock.New(utc(2026, 11, 26, 15, 0, 0, 0))
 	st := newPeriodStore(clock)
-	a := newAllocator(t, st, segment.Config{Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	for _, n := range []segment.NewTag{
 		{AppTag: "ord", Format: segment.FormatDated, Step: 100_000, Length: 10, Prefix: "ORD", Separator: "-"},
 		{AppTag: "num", Format: segment.FormatDated, Step: 100_000, Length: 10},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -15,7 +16,7 @@ func TestDatedFormat(t *testing.T) {
 	ctx := context.Background()
 	clock := testclock.New(utc(2026, 11, 26, 15, 0, 0, 0))
 	st := newPeriodStore(clock)
-	a := newAllocator(t, st, segment.Config{Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "seq", Step: 10}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -159,7 +160,7 @@ func TestDatedPeriodExhaustedThenNext(t *testing.T) {
 	// claim of 5 started the prefetch of 7..8 (5 is the prefetch point of
 	// 5..6), which b's fetch must not race.
 	waitUntil(t, "a's prefetch", func() bool { return snapshotOf(t, a, "d").Prefetched == 2 })
-	b := newAllocator(t, st, segment.Config{Now: clock.Now})
+	b := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	var ids []int64
 	for {
 		id, err := b.Next(ctx, "d")

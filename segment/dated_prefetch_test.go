@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -159,7 +160,7 @@ func TestDatedSnapshot(t *testing.T) {
 		}
 	}
 	waitUntil(t, "the prefetch", func() bool { return snapshotOf(t, a, "d").Prefetched == 10 })
-	b := newAllocator(t, st, segment.Config{Now: clock.Now})
+	b := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	if _, err := b.Next(ctx, "d"); err != nil {
 		t.Fatal(err)
 	}

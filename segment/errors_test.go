@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -55,7 +56,7 @@ func TestCheckNewTagWords(t *testing.T) {
 // CheckNewTag's words, its own MaxStep in them, before the store.
 func TestCreateTagSameWordsAsCheck(t *testing.T) {
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{MaxStep: 500})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 500})
 	bad := segment.NewTag{AppTag: "t", Step: 501}
 	_, want := segment.CheckNewTag(bad, 500)
 	_, err := a.CreateTag(context.Background(), bad)

@@ -16,7 +16,7 @@ import (
 func TestStoreFailsAfterFirstFetch(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 	st.failAfter.Store(1)
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	ids, err := alloctest.Drain(a, "t", 100)
 	if err != nil {
 		t.Fatalf("buffered IDs with the store failing: %v", err)
@@ -37,7 +37,7 @@ func TestStoreFailsAfterFirstFetch(t *testing.T) {
 
 func TestUnknownTagFloodIsBounded(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	before := st.lists.Load()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -70,7 +70,7 @@ func TestUnknownTagFloodIsBounded(t *testing.T) {
 
 func TestInvalidTagNeverReachesStore(t *testing.T) {
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	before := st.lists.Load()
 	for _, tag := range []string{"", "a b", "x'; DROP TABLE segments; --", "é", string(make([]byte, 65))} {
 		if _, err := a.Next(context.Background(), tag); !errors.Is(err, segment.ErrInvalidTag) {
@@ -84,7 +84,7 @@ func TestInvalidTagNeverReachesStore(t *testing.T) {
 
 func TestNextNSpansSegments(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 7})
-	a := newAllocator(t, st, segment.Config{MaxStep: 7})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 7})
 	other := make(chan error, 1)
 	go func() { _, err := alloctest.Drain(a, "t", 3000); other <- err }()
 	var prev int64
@@ -107,7 +107,7 @@ func TestNextNSpansSegments(t *testing.T) {
 
 func TestCreateTag(t *testing.T) {
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{MaxStep: 1000})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 	cases := []struct {
 		tag  segment.NewTag
 		want error
@@ -132,7 +132,7 @@ func TestCreateTag(t *testing.T) {
 
 func TestClosedAllocatorRefuses(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	if _, err := a.Next(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestClosedAllocatorRefuses(t *testing.T) {
 
 func TestStoreFaultsAreUnavailable(t *testing.T) {
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	st.failing.Store(true)
 	if _, err := a.CreateTag(context.Background(), segment.NewTag{AppTag: "x", Step: 1}); !errors.Is(err, segment.ErrUnavailable) {
 		t.Errorf("CreateTag with the store down: got %v, want ErrUnavailable", err)
@@ -171,7 +171,7 @@ func TestDemandCutsBackoffShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
 		st.failAfter.Store(1)
-		a := newAllocator(t, st, segment.Config{})
+		a := alloctest.New(t, st, segment.Config{})
 		if _, err := alloctest.Drain(a, "t", 100); err != nil {
 			t.Fatal(err)
 		}

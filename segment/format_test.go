@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -106,7 +107,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 	ctx := context.Background()
 	clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{Now: clock.Now})
 	// Step 4 from 990: the last fetch, of 4 from 998, stops at 999.
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "f", Step: 4, Start: new(int64(990)), Format: segment.FormatFixedLength, Length: 3}); err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 	}
 
 	// A restarted instance finds the tag spent at its first fetch.
-	b := newAllocator(t, st, segment.Config{})
+	b := alloctest.New(t, st, segment.Config{})
 	if id, err := b.Next(ctx, "f"); !errors.Is(err, segment.ErrExhausted) {
 		t.Errorf("restarted Next = %d, %v; want ErrExhausted", id, err)
 	}
@@ -156,7 +157,7 @@ func TestFixedLengthLastNumberThenExhausted(t *testing.T) {
 func TestFixedLengthBatchAndGiveBackAtTheEnd(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	// One digit: 1 to 9. The first fetch, of 100, stops at 9.
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "d", Step: 100, Format: segment.FormatFixedLength, Length: 1}); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestFixedLengthBatchAndGiveBackAtTheEnd(t *testing.T) {
 	if s := statsOf(t, a, "d"); s.GivenBack != 4 || s.Wasted != 0 || s.Format != segment.FormatFixedLength || s.Length != 1 {
 		t.Errorf("stats = %+v, want 4 given back, none wasted, fixed_length of 1", s)
 	}
-	b := newAllocator(t, st, segment.Config{})
+	b := alloctest.New(t, st, segment.Config{})
 	if err := b.NextN(ctx, "d", ids[:4]); err != nil || !slices.Equal(ids[:4], []int64{6, 7, 8, 9}) {
 		t.Fatalf("after restart NextN(4) = %v, %v; want 6 to 9", ids[:4], err)
 	}

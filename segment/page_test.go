@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -64,7 +65,7 @@ func TestTagPage(t *testing.T) {
 // TestAllocatorTagPage: the allocator pages through its own tag list,
 // the store's rows sorted by name.
 func TestAllocatorTagPage(t *testing.T) {
-	a := newAllocator(t, newFakeStore(
+	a := alloctest.New(t, newFakeStore(
 		segment.Tag{AppTag: "order", Step: 10}, segment.Tag{AppTag: "a1", Step: 10}, segment.Tag{AppTag: "a0", Step: 10},
 	), segment.Config{})
 	p := a.TagPage(segment.PageQuery{Prefix: "a", Limit: 1})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/internal/testclock"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -36,7 +37,7 @@ func checkRanges(t *testing.T, rs []segment.Range, n int64) {
 // tag's numbers in order, each once, with no gap.
 func TestRangesFollowTheSequence(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
-	a := newAllocator(t, st, segment.Config{MaxStep: 10})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 10})
 	ctx := context.Background()
 	next := int64(1) // the number the next call must start at
 	take := func(what string, first, last int64) {
@@ -87,7 +88,7 @@ func TestRangesFollowTheSequence(t *testing.T) {
 // it was.
 func TestRangesAppendToDst(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
-	a := newAllocator(t, st, segment.Config{MaxStep: 10})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 10})
 	ctx := context.Background()
 	dst := []segment.Range{{First: -5, Last: -3}}
 	rs, err := a.NextRanges(ctx, "t", 4, dst)
@@ -146,7 +147,7 @@ func TestRangesRefusedClaimNothing(t *testing.T) {
 // from many goroutines never share an ID.
 func TestRangesUniqueUnderContention(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
-	a := newAllocator(t, st, segment.Config{MaxStep: 1000})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 	ctx := context.Background()
 	var mu sync.Mutex
 	seen := make(map[int64]bool)

@@ -76,7 +76,7 @@ func TestRegionIDsAreTheResidue(t *testing.T) {
 					t.Errorf("max_id after Close = %d, want %d: just below the region's next ID %d", got, want, want+1)
 				}
 				// A restart continues with the next number of the region.
-				again := newAllocator(t, st, segment.Config{Region: r})
+				again := alloctest.New(t, st, segment.Config{Region: r})
 				if id, err := again.Next(ctx, "t"); err != nil || id != ids[n-1]+max(r.Count, 1) {
 					t.Errorf("after restart Next = %d, %v; want %d", id, err, ids[n-1]+max(r.Count, 1))
 				}
@@ -92,7 +92,7 @@ func TestRegionBatchesSpanSegments(t *testing.T) {
 		t.Run(r.String(), func(t *testing.T) {
 			ctx := context.Background()
 			st := newFakeStore(segment.Tag{AppTag: "t", Step: 5})
-			a := newAllocator(t, st, segment.Config{Region: r})
+			a := alloctest.New(t, st, segment.Config{Region: r})
 			next := firstOf(r, 1)
 			for _, size := range []int{1, 3, 17, 4, 40, 2} {
 				dst := make([]int64, size)
@@ -118,7 +118,7 @@ func TestRegionFixedLengthLimits(t *testing.T) {
 		t.Run(r.String(), func(t *testing.T) {
 			ctx := context.Background()
 			st := newFakeStore()
-			a := newAllocator(t, st, segment.Config{Region: r})
+			a := alloctest.New(t, st, segment.Config{Region: r})
 			if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "f", Step: 3, Format: segment.FormatFixedLength, Length: 2}); err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestRegionsNeverShareAnID(t *testing.T) {
 			errc := make(chan error, 64)
 			for id := range count {
 				st := newFakeStore()
-				a := newAllocator(t, st, segment.Config{Region: regionOf(count, id)})
+				a := alloctest.New(t, st, segment.Config{Region: regionOf(count, id)})
 				for _, n := range []segment.NewTag{
 					{AppTag: "seq", Step: 7},
 					{AppTag: "fix", Step: 5, Format: segment.FormatFixedLength, Length: 6},
@@ -234,7 +234,7 @@ func TestRegionInstancesShareTheirDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	next := newAllocator(t, st, segment.Config{Region: r})
+	next := alloctest.New(t, st, segment.Config{Region: r})
 	if id, err := next.Next(ctx, "t"); err != nil || id <= top || id%3 != 2 {
 		t.Errorf("after the instances stopped: Next = %d, %v; want above %d and ≡ 2 (mod 3)", id, err, top)
 	}
@@ -250,7 +250,7 @@ func TestRegionScrambledRowsShareTheirKey(t *testing.T) {
 		FormatKey: []byte("0123456789abcdef0123456789abcdef")}
 	seen := map[int64]bool{}
 	for id := range int64(3) {
-		a := newAllocator(t, newFakeStore(row), segment.Config{Region: regionOf(3, id)})
+		a := alloctest.New(t, newFakeStore(row), segment.Config{Region: regionOf(3, id)})
 		dst := make([]int64, 400)
 		if err := a.NextN(ctx, "scr", dst); err != nil {
 			t.Fatal(err)
@@ -273,7 +273,7 @@ func TestRegionRefusals(t *testing.T) {
 	r := regionOf(3, 1)
 	st := newPeriodStore(nil, segment.Tag{AppTag: "seq", Step: 10, Start: 1},
 		segment.Tag{AppTag: "old", Step: 10, Start: 1, Format: segment.FormatDated, Length: 6, FormatSpec: datedSpec(t)})
-	a := newAllocator(t, st, segment.Config{Region: r})
+	a := alloctest.New(t, st, segment.Config{Region: r})
 	for _, n := range []segment.NewTag{
 		{AppTag: "d", Format: segment.FormatDated},
 		{AppTag: "s", Step: 10, Format: segment.FormatScrambled, Length: 8},
@@ -318,7 +318,7 @@ func datedSpec(tb testing.TB) string {
 // plus the branch to issue and one multiply-add.
 func BenchmarkNextRegion(b *testing.B) {
 	st := newFakeStore(segment.Tag{AppTag: "bench", Step: 1_000_000})
-	a := newAllocator(b, st, segment.Config{MaxStep: 100_000_000, Region: regionOf(2, 1)})
+	a := alloctest.New(b, st, segment.Config{MaxStep: 100_000_000, Region: regionOf(2, 1)})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -30,7 +30,7 @@ func TestReloadReadsWhatChanged(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore(manyTags(2500)...)
 	clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
 	if got := st.listed.Load(); got != 2500 {
 		t.Fatalf("the start read %d rows, want every one, 2500", got)
 	}
@@ -102,7 +102,7 @@ func TestReloadReadsWhatChanged(t *testing.T) {
 // next full reload.
 func TestFullReloadSeesWhatChangesCannot(t *testing.T) {
 	st := newFakeStore(manyTags(3)...)
-	a := newAllocator(t, st, segment.Config{TagRefresh: time.Millisecond})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: time.Millisecond})
 	st.edit("t0000", func(r *segment.Tag) bool { r.Description = "by hand"; return true })
 	st.edit("t0001", func(*segment.Tag) bool { return false })
 	alloctest.WaitFor(t, func() bool {
@@ -120,7 +120,7 @@ func TestStoreClockBackReadsEveryRow(t *testing.T) {
 	st := newFakeStore(manyTags(1500)...)
 	st.clock = storeClock.Now
 	clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
 
 	storeClock.Add(-time.Hour)
 	if err := st.CreateTag(context.Background(), segment.Tag{AppTag: "late", Step: 5, Start: 1}); err != nil {
@@ -142,7 +142,7 @@ func TestReloadFailurePartWay(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore(manyTags(10)...)
 	clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
 	if err := st.CreateTag(ctx, segment.Tag{AppTag: "x", Step: 5, Start: 1}); err != nil {
 		t.Fatal(err)
 	}

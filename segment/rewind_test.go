@@ -42,7 +42,7 @@ func TestRewoundStoreIsRefused(t *testing.T) {
 	const step = 10
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: step})
 	obs := &rewindObserver{}
-	a := newAllocator(t, st, segment.Config{MaxStep: step, WaitTimeout: 50 * time.Millisecond, Observer: obs})
+	a := alloctest.New(t, st, segment.Config{MaxStep: step, WaitTimeout: 50 * time.Millisecond, Observer: obs})
 	ctx := context.Background()
 
 	// Take the first segment and let the prefetch of the second land.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/scramble"
 	"github.com/idalloc/idalloc/segment"
 )
@@ -21,7 +22,7 @@ func scrambledAllocator(t *testing.T, length int, step int64, cfg segment.Config
 	if cfg.MaxStep == 0 {
 		cfg.MaxStep = step
 	}
-	a := newAllocator(t, st, cfg)
+	a := alloctest.New(t, st, cfg)
 	if _, err := a.CreateTag(context.Background(), segment.NewTag{AppTag: "s", Step: step, Format: segment.FormatScrambled, Length: int64(length)}); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestScrambledRestartsNeverRepeat(t *testing.T) {
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := newAllocator(t, st, segment.Config{MaxStep: 1000})
+	b := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 	take(b, 2500)
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -164,9 +165,9 @@ func TestScrambledRestartsNeverRepeat(t *testing.T) {
 		}
 	}
 
-	killed := newAllocator(t, st, segment.Config{MaxStep: 1000})
+	killed := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 	take(killed, 700) // then never closed: as after kill -9
-	c := newAllocator(t, st, segment.Config{MaxStep: 1000})
+	c := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 	take(c, 3000)
 	slices.Sort(ids)
 	for i := 1; i < len(ids); i++ {
@@ -182,7 +183,7 @@ func TestScrambledKeyStaysInTheStore(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
 	key := bytes.Repeat([]byte{0xA5}, scramble.KeySize)
-	a := newAllocator(t, st, segment.Config{Rand: bytes.NewReader(slices.Concat(key, key[:5]))})
+	a := alloctest.New(t, st, segment.Config{Rand: bytes.NewReader(slices.Concat(key, key[:5]))})
 	// NewTag has no key to give: the allocator makes it.
 	if _, err := a.CreateTag(ctx, segment.NewTag{AppTag: "s", Step: 10, Format: segment.FormatScrambled, Length: 12}); err != nil {
 		t.Fatal(err)
@@ -211,12 +212,12 @@ func TestScrambledKeyStaysInTheStore(t *testing.T) {
 		}
 	}
 	check(a, "after create")
-	check(newAllocator(t, st, segment.Config{}), "after reload")
+	check(alloctest.New(t, st, segment.Config{}), "after reload")
 	if s := statsOf(t, a, "s"); s.Format != segment.FormatScrambled || s.Length != 12 {
 		t.Errorf("Stats() = %+v, want scrambled of 12", s)
 	}
 	// Another tag, another key: same sequence, other IDs.
-	b := newAllocator(t, st, segment.Config{})
+	b := alloctest.New(t, st, segment.Config{})
 	if _, err := b.CreateTag(ctx, segment.NewTag{AppTag: "s3", Step: 10, Format: segment.FormatScrambled, Length: 12}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestUnservableRowIsRefused(t *testing.T) {
 		segment.Tag{AppTag: "keyless", Step: 10, Format: segment.FormatScrambled, Length: 8},
 		segment.Tag{AppTag: "ok", Step: 10},
 	)
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	for _, tag := range []string{"future", "keyless"} {
 		_, err := a.Next(ctx, tag)
 		if err == nil {

@@ -37,7 +37,7 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	clock := testclock.New(start)
 	fs := newFakeStore(segment.Tag{AppTag: "t", Step: 1000})
-	a := newAllocator(t, &slowStore{fakeStore: fs, clock: clock, took: 15 * time.Millisecond}, segment.Config{Now: clock.Now})
+	a := alloctest.New(t, &slowStore{fakeStore: fs, clock: clock, took: 15 * time.Millisecond}, segment.Config{Now: clock.Now})
 
 	before := segment.TagSnapshot{TagStats: segment.TagStats{AppTag: "t", Format: segment.FormatSequential}, RowStep: 1000}
 	if got, want := snapshotOf(t, a, "t"), before; got != want {
@@ -87,7 +87,7 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 // page of the monitor's, every second), and knows no tag the allocator
 // does not serve.
 func TestSnapshotOfOneTag(t *testing.T) {
-	a := newAllocator(t, newFakeStore(segment.Tag{AppTag: "a", Step: 100}, segment.Tag{AppTag: "b", Step: 10}), segment.Config{})
+	a := alloctest.New(t, newFakeStore(segment.Tag{AppTag: "a", Step: 100}, segment.Tag{AppTag: "b", Step: 10}), segment.Config{})
 	if _, err := a.Next(context.Background(), "b"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSnapshotOfOneTag(t *testing.T) {
 // TestSnapshotsUnderLoad reads snapshots while IDs are claimed: the parts
 // always add up, and the race detector watches the reads.
 func TestSnapshotsUnderLoad(t *testing.T) {
-	a := newAllocator(t, newFakeStore(segment.Tag{AppTag: "t", Step: 100}), segment.Config{})
+	a := alloctest.New(t, newFakeStore(segment.Tag{AppTag: "t", Step: 100}), segment.Config{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {

@@ -5,12 +5,13 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
 // TestAllStats: AllStats yields what Stats lists, and stops when asked.
 func TestAllStats(t *testing.T) {
-	a := newAllocator(t, newFakeStore(segment.Tag{AppTag: "a", Step: 100}, segment.Tag{AppTag: "b", Step: 10},
+	a := alloctest.New(t, newFakeStore(segment.Tag{AppTag: "a", Step: 100}, segment.Tag{AppTag: "b", Step: 10},
 		segment.Tag{AppTag: "c", Step: 10}), segment.Config{})
 	if _, err := a.Next(context.Background(), "c"); err != nil {
 		t.Fatal(err)

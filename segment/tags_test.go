@@ -22,7 +22,7 @@ func TestTagsFromReload(t *testing.T) {
 		segment.Tag{AppTag: "a", MaxID: 3, Step: 20, Description: "first", UpdateTime: updated},
 	)
 	clock := testclock.New(time.Date(2041, 1, 1, 0, 0, 0, 0, time.UTC))
-	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: time.Hour, Now: clock.Now})
 	lists := st.lists.Load()
 
 	for range 100 {
@@ -63,7 +63,7 @@ func TestTagsFromReload(t *testing.T) {
 func TestTagsFollowReloads(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore(segment.Tag{AppTag: "a", Step: 10})
-	a := newAllocator(t, st, segment.Config{TagRefresh: 10 * time.Millisecond})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: 10 * time.Millisecond})
 	if err := st.CreateTag(ctx, segment.Tag{AppTag: "c", Step: 10, Start: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func tagNames(tags []segment.Tag) string {
 func TestCreateTagReturnsStored(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	tests := []struct {
 		tag  segment.NewTag
 		want segment.Tag

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/internal/alloctest"
 	"github.com/idalloc/idalloc/segment"
 )
 
@@ -59,7 +60,7 @@ func TestDescriptionMustBeText(t *testing.T) {
 			checkNotText(t, "CheckNewTag", err, notText)
 
 			st := newFakeStore()
-			a := newAllocator(t, st, segment.Config{MaxStep: 1000})
+			a := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 			st.failing.Store(true)
 			_, err = a.CreateTag(context.Background(), tag)
 			checkNotText(t, "CreateTag", err, notText)

@@ -19,7 +19,7 @@ import (
 // nothing.
 func TestUpdateTagRefuses(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100, Description: "before"})
-	a := newAllocator(t, st, segment.Config{MaxStep: 1000})
+	a := alloctest.New(t, st, segment.Config{MaxStep: 1000})
 	tests := []struct {
 		name  string
 		tag   string
@@ -66,7 +66,7 @@ func TestUpdateTagRefuses(t *testing.T) {
 // answers them.
 func TestUpdateTagErrors(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
-	a := newAllocator(t, st, segment.Config{})
+	a := alloctest.New(t, st, segment.Config{})
 	if _, err := a.UpdateTag(t.Context(), "nope", segment.TagChange{Step: new(int64(10))}); !errors.Is(err, segment.ErrUnknownTag) {
 		t.Errorf("unknown tag: got %v, want ErrUnknownTag", err)
 	}
@@ -87,7 +87,7 @@ func TestUpdateTagAppliesAtOnce(t *testing.T) {
 	ctx := context.Background()
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 100})
-	a := newAllocator(t, st, segment.Config{Now: clock.Now, TagRefresh: time.Hour})
+	a := alloctest.New(t, st, segment.Config{Now: clock.Now, TagRefresh: time.Hour})
 	lists := st.lists.Load()
 	if _, err := a.Next(ctx, "t"); err != nil { // fetches (0, 100]
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestUpdateTagDated(t *testing.T) {
 func TestUpdateTagOfATagNewHere(t *testing.T) {
 	ctx := context.Background()
 	st := newFakeStore()
-	a := newAllocator(t, st, segment.Config{TagRefresh: time.Hour})
+	a := alloctest.New(t, st, segment.Config{TagRefresh: time.Hour})
 	key := make([]byte, scramble.KeySize)
 	for i := range key {
 		key[i] = byte(i + 1)

@@ -137,7 +137,7 @@ func TestWasteCounted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 			obs := newWasteObserver()
-			a := newAllocator(t, st, segment.Config{Observer: obs, MaxStep: 10, WaitTimeout: 100 * time.Millisecond})
+			a := alloctest.New(t, st, segment.Config{Observer: obs, MaxStep: 10, WaitTimeout: 100 * time.Millisecond})
 			prime(t, st, a)
 			if err := tt.run(t, st, a); err != nil {
 				t.Fatalf("Close: %v", err)
@@ -149,7 +149,7 @@ func TestWasteCounted(t *testing.T) {
 	t.Run("interleaved: the current segment's rest lies below another instance's range", func(t *testing.T) {
 		st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 		obs := newWasteObserver()
-		a := newAllocator(t, st, segment.Config{Observer: obs, MaxStep: 10})
+		a := alloctest.New(t, st, segment.Config{Observer: obs, MaxStep: 10})
 		if _, err := a.Next(ctx, "t"); err != nil { // 1..10
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestFetchTimedOut(t *testing.T) {
 	st := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	st.delay = time.Second
 	obs := newWasteObserver()
-	a := newAllocator(t, st, segment.Config{Observer: obs, FetchTimeout: 20 * time.Millisecond, WaitTimeout: 200 * time.Millisecond})
+	a := alloctest.New(t, st, segment.Config{Observer: obs, FetchTimeout: 20 * time.Millisecond, WaitTimeout: 200 * time.Millisecond})
 	if _, err := a.Next(ctx, "t"); !errors.Is(err, segment.ErrUnavailable) {
 		t.Fatalf("Next with a store slower than FetchTimeout: got %v, want ErrUnavailable", err)
 	}
@@ -205,7 +205,7 @@ func TestFetchTimedOut(t *testing.T) {
 
 	st2 := newFakeStore(segment.Tag{AppTag: "t", Step: 10})
 	obs2 := newWasteObserver()
-	a2 := newAllocator(t, st2, segment.Config{Observer: obs2, WaitTimeout: 50 * time.Millisecond})
+	a2 := alloctest.New(t, st2, segment.Config{Observer: obs2, WaitTimeout: 50 * time.Millisecond})
 	st2.failing.Store(true)
 	_, _ = a2.Next(ctx, "t")
 	alloctest.WaitFor(t, func() bool { obs2.mu.Lock(); defer obs2.mu.Unlock(); return len(obs2.fetchErrs) > 0 })

@@ -31,7 +31,7 @@ func TestDriversConcurrent64Goroutines(t *testing.T) {
 		t.Run(d.Name, func(t *testing.T) {
 			st := d.Open(t)
 			createTag(t, st, "step10", 10)
-			a := newAllocator(t, st, segment.Config{})
+			a := alloctest.New(t, st, segment.Config{})
 			alloctest.DrainConcurrently(t, []*segment.Allocator{a}, "step10", 64, 5000)
 		})
 	}
@@ -48,7 +48,7 @@ func TestThreeAllocatorsOneDatabase(t *testing.T) {
 			var allocs []*segment.Allocator
 			for i := 0; i < 3; i++ {
 				// Separate handles: separate connections, as separate instances have.
-				allocs = append(allocs, newAllocator(t, db.Open(t), segment.Config{MaxStep: 7}))
+				allocs = append(allocs, alloctest.New(t, db.Open(t), segment.Config{MaxStep: 7}))
 			}
 			alloctest.DrainConcurrently(t, allocs, "step7", 12, 2000)
 		})
@@ -74,7 +74,7 @@ func TestDriversRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Graceful: the next instance continues at the next ID.
-			b := newAllocator(t, db.Open(t), segment.Config{})
+			b := alloctest.New(t, db.Open(t), segment.Config{})
 			next, err := alloctest.Drain(b, "test_business", 150)
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +83,7 @@ func TestDriversRestart(t *testing.T) {
 				t.Fatalf("after graceful Close got %d, want %d", got, want)
 			}
 			// Kill-style: b is abandoned without Close; c starts above all.
-			c := newAllocator(t, db.Open(t), segment.Config{})
+			c := alloctest.New(t, db.Open(t), segment.Config{})
 			after, err := alloctest.Drain(c, "test_business", 10)
 			if err != nil {
 				t.Fatal(err)
@@ -93,16 +93,6 @@ func TestDriversRestart(t *testing.T) {
 			}
 		})
 	}
-}
-
-func newAllocator(tb testing.TB, st segment.Store, cfg segment.Config) *segment.Allocator {
-	tb.Helper()
-	a, err := segment.New(context.Background(), st, cfg)
-	if err != nil {
-		tb.Fatalf("segment.New: %v", err)
-	}
-	tb.Cleanup(func() { _ = a.Close(context.Background()) })
-	return a
 }
 
 // TestUpdateTagReachesEveryInstance: on every driver, a step changed
@@ -117,7 +107,7 @@ func TestUpdateTagReachesEveryInstance(t *testing.T) {
 			st := db.Open(t)
 			createTag(t, st, "t", 10)
 			cfg := segment.Config{TagRefresh: 20 * time.Millisecond}
-			one, other := newAllocator(t, db.Open(t), cfg), newAllocator(t, db.Open(t), cfg)
+			one, other := alloctest.New(t, db.Open(t), cfg), alloctest.New(t, db.Open(t), cfg)
 			if _, err := other.Next(ctx, "t"); err != nil { // fetches (0, 10]
 				t.Fatal(err)
 			}
@@ -176,8 +166,8 @@ func TestCreateTagsOnEveryDriver(t *testing.T) {
 			ctx := context.Background()
 			db := d.NewDB(t)
 			clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-			other := newAllocator(t, db.Open(t), segment.Config{TagRefresh: time.Hour, Now: clock.Now})
-			a := newAllocator(t, db.Open(t), segment.Config{})
+			other := alloctest.New(t, db.Open(t), segment.Config{TagRefresh: time.Hour, Now: clock.Now})
+			a := alloctest.New(t, db.Open(t), segment.Config{})
 			req := newTags(2500)
 			req[1700].AppTag = "test_business"
 			made, err := a.CreateTags(ctx, req)

@@ -20,6 +20,17 @@ import (
 	"github.com/idalloc/idalloc/segment"
 )
 
+// New is segment.New on st, failing tb on an error, closed when tb ends.
+func New(tb testing.TB, st segment.Store, cfg segment.Config) *segment.Allocator {
+	tb.Helper()
+	a, err := segment.New(context.Background(), st, cfg)
+	if err != nil {
+		tb.Fatalf("segment.New: %v", err)
+	}
+	tb.Cleanup(func() { _ = a.Close(context.Background()) })
+	return a
+}
+
 // Drain takes n IDs of tag from a, one Next at a time, and returns them; an
 // error names the call that failed or an ID that did not increase.
 func Drain(a *segment.Allocator, tag string, n int) ([]int64, error) {
