@@ -62,13 +62,17 @@ func stopShared() {
 
 // rates keeps each benchmark's last (largest) run, for reportRatio.
 var rates struct {
-	mu                              sync.Mutex
-	buffered, sustained, perRequest float64
+	mu                                         sync.Mutex
+	buffered, sustained, unordered, perRequest float64
 }
 
 func reportRatio() {
 	rates.mu.Lock()
 	defer rates.mu.Unlock()
+	if rates.unordered > 0 && rates.sustained > 0 {
+		fmt.Printf("client: Unordered.Next with background refills %.0f IDs/s vs Next %.0f IDs/s: ratio %.1f\n",
+			rates.unordered, rates.sustained, rates.unordered/rates.sustained)
+	}
 	if rates.perRequest == 0 {
 		return
 	}
@@ -101,7 +105,7 @@ func BenchmarkNext(b *testing.B) {
 	if err := preload(ctx, c, benchTag, b.N); err != nil {
 		b.Fatal(err)
 	}
-	rate := benchNext(b, ctx, c)
+	rate := benchNext(b, ctx, c, false)
 	rates.mu.Lock()
 	rates.buffered = rate
 	rates.mu.Unlock()
@@ -123,23 +127,53 @@ func BenchmarkNextSustained(b *testing.B) {
 	if _, err := c.Next(ctx, benchTag); err != nil {
 		b.Fatal(err)
 	}
-	rate := benchNext(b, ctx, c)
+	rate := benchNext(b, ctx, c, false)
 	rates.mu.Lock()
 	rates.sustained = rate
 	rates.mu.Unlock()
 }
 
+// BenchmarkUnorderedSustained is BenchmarkNextSustained with each
+// goroutine taking IDs from an Unordered of its own: blocks of the tag's
+// buffer, one atomic add per block instead of one per ID.
+func BenchmarkUnorderedSustained(b *testing.B) {
+	srv := benchServer(b)
+	c, err := New(Config{URLs: []string{srv.URL}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.Next(ctx, benchTag); err != nil {
+		b.Fatal(err)
+	}
+	rate := benchNext(b, ctx, c, true)
+	rates.mu.Lock()
+	rates.unordered = rate
+	rates.mu.Unlock()
+}
+
 // benchNext is the timed part of the Next benchmarks: b.N calls of Next in
-// parallel, every ID kept, checked unique after the clock stops; it reports
-// and returns IDs/s.
-func benchNext(b *testing.B, ctx context.Context, c *Client) float64 {
+// parallel (of an Unordered per goroutine when unordered is set), every ID
+// kept, checked unique after the clock stops; it reports and returns IDs/s.
+func benchNext(b *testing.B, ctx context.Context, c *Client, unordered bool) float64 {
 	ids := newIDStore(b.N, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		w := ids.writer()
+		var u *Unordered
+		if unordered {
+			u = c.Unordered(benchTag)
+		}
 		for pb.Next() {
-			id, err := c.Next(ctx, benchTag)
+			var id int64
+			var err error
+			if u != nil {
+				id, err = u.Next(ctx)
+			} else {
+				id, err = c.Next(ctx, benchTag)
+			}
 			if err != nil {
 				ids.fail(err)
 				return

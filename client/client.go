@@ -46,9 +46,11 @@ import (
 // tag are strictly increasing while a single instance serves the Client
 // (an instance's claims for a tag only increase; ranges are served by
 // first ID, and one that arrives after a higher one of its instance was
-// served is dropped, see queue.go). Lists are used in the order received:
-// nothing beyond that is assumed, so tags whose IDs are not increasing
-// (scrambled) are served as they come. IDs left in a buffer when the
+// served is dropped, see queue.go). An Unordered (Client.Unordered) keeps
+// both promises for its own goroutine, from blocks of the same buffer.
+// Lists are used in the order received: nothing beyond that is assumed,
+// so tags whose IDs are not increasing (scrambled) are served as they
+// come. IDs left in a buffer when the
 // process ends, or dropped, are never issued: a restart skips them, it
 // never repeats them. A dated tag's buffered IDs are dropped when their
 // period ends, or DatedMaxAge after they were requested when the answer
@@ -158,9 +160,10 @@ func (c *Client) Snowflake(ctx context.Context) (int64, error) {
 }
 
 // Close closes the Keepers made over c (releasing their leases), stops
-// every background fetch and waits for them; later calls return ErrClosed,
-// and callers waiting on a fetch return ErrClosed at once. IDs still
-// buffered are dropped (never issued by anyone). It closes the idle
+// every background fetch and waits for them; later calls (an Unordered's
+// Next too) return ErrClosed, and callers waiting on a fetch return
+// ErrClosed at once. IDs still buffered, or left in an Unordered's block,
+// are dropped (never issued by anyone). It closes the idle
 // connections of the Client's own transport. It is idempotent, waits for
 // the first call to finish, and returns nil.
 func (c *Client) Close() error {

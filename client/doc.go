@@ -11,6 +11,12 @@
 // Retry-After. Every ID is handed out once; a tag's IDs reach one goroutine
 // strictly increasing while a single instance serves the Client.
 //
+// Client.Unordered gives one goroutine its own way to a tag's buffer: it
+// takes blocks of IDs (256 to 4096) with one atomic add each and serves
+// them from fields no other goroutine writes, for callers that need IDs
+// unique and each goroutine's increasing but no order across goroutines
+// (unordered.go); Next, which keeps one order, stays the default.
+//
 // Client.NextText and NextTextN hand out IDs as text: a dated tag's
 // (docs/api.md §11) as its format writes them ("ORD-20261126-000123"), which
 // is the only way to get those of a dated tag with a prefix or a

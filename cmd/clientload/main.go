@@ -1,14 +1,17 @@
 // Command clientload measures idalloc's Go client (package client) against
-// a live idalloc: G goroutines call Client.Next on one tag for a duration,
+// a live idalloc: G goroutines call Client.Next on one tag for a duration
+// (with -unordered, each goroutine Next of a client.Unordered of its own),
 // while the client refills its buffer from the server in the background,
 // as a caller in production would. It reports the IDs per second the
 // callers got and checks every ID: none handed out twice (a bitmap per
 // goroutine, compared at the end) and each goroutine's IDs strictly
-// increasing (the client's promise while one instance serves it; with
-// several URLs order violations are reported, not failed).
+// increasing (the client's promise, in both modes, while one instance
+// serves it; with several URLs order violations are reported, not
+// failed).
 //
 //	clientload -url http://127.0.0.1:8880 -tag test_business -d 10s
 //	clientload -g 4 -max-range 100000 -json result.json -q
+//	clientload -unordered -d 10s
 //
 // The figure is the client and the server together: how fast one tag of
 // one client is fed, not Next's own cost (client's BenchmarkNext is that).
@@ -51,6 +54,7 @@ type report struct {
 	GOMAXPROCS      int      `json:"gomaxprocs"`
 	MaxBatch        int      `json:"max_batch"`
 	MaxRange        int      `json:"max_range"`
+	Unordered       bool     `json:"unordered"`
 	GoVersion       string   `json:"go_version"`
 	WarmupS         float64  `json:"warmup_s"`
 	ElapsedS        float64  `json:"elapsed_s"`
@@ -73,6 +77,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 0, "warm-up before the measured phase (IDs checked, not counted)")
 	maxBatch := fs.Int("max-batch", 0, "client.Config.MaxBatch, for tags fetched as lists (0: the client's default, the server's default max_batch)")
 	maxRange := fs.Int("max-range", 0, "client.Config.MaxRange, for tags fetched as ranges (0: the client's default, the server's default max_range)")
+	unordered := fs.Bool("unordered", false, "each goroutine takes IDs from a client.Unordered of its own (blocks, no order across goroutines)")
 	allowRemote := fs.Bool("allow-remote", false, "allow non-loopback base URLs")
 	jsonOut := fs.String("json", "", `write the JSON report to this file ("-": stdout)`)
 	quiet := fs.Bool("q", false, "no summary line")
@@ -92,7 +97,7 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := run(ctx, cfg, *tag, *g, *warmup, *d)
+	rep, err := run(ctx, cfg, *tag, *unordered, *g, *warmup, *d)
 	if err != nil {
 		fmt.Fprintln(stderr, "clientload:", err)
 		return 1
@@ -113,8 +118,12 @@ func mainErr(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "clientload: %d goroutines, %.2fs: %.0f IDs/s; %d IDs checked, %d duplicates, %d order violations\n",
-			rep.Goroutines, rep.ElapsedS, rep.IDsPerS, rep.IDsChecked, rep.Duplicates, rep.OrderViolations)
+		mode := ""
+		if rep.Unordered {
+			mode = " (unordered)"
+		}
+		fmt.Fprintf(stderr, "clientload: %d goroutines%s, %.2fs: %.0f IDs/s; %d IDs checked, %d duplicates, %d order violations\n",
+			rep.Goroutines, mode, rep.ElapsedS, rep.IDsPerS, rep.IDsChecked, rep.Duplicates, rep.OrderViolations)
 	}
 	if !rep.Pass {
 		return 2
@@ -160,10 +169,20 @@ type worker struct {
 	err   error
 }
 
-func (w *worker) run(ctx context.Context, c *client.Client, tag string, stop *atomic.Bool) {
+func (w *worker) run(ctx context.Context, c *client.Client, tag string, unordered bool, stop *atomic.Bool) {
 	var prev, n int64
+	var u *client.Unordered
+	if unordered {
+		u = c.Unordered(tag)
+	}
 	for !stop.Load() {
-		id, err := c.Next(ctx, tag)
+		var id int64
+		var err error
+		if u != nil {
+			id, err = u.Next(ctx)
+		} else {
+			id, err = c.Next(ctx, tag)
+		}
 		if err != nil {
 			if !stop.Load() {
 				w.err = err
@@ -182,7 +201,7 @@ func (w *worker) run(ctx context.Context, c *client.Client, tag string, stop *at
 	w.n.Store(n)
 }
 
-func run(ctx context.Context, cfg client.Config, tag string, g int, warmup, d time.Duration) (*report, error) {
+func run(ctx context.Context, cfg client.Config, tag string, unordered bool, g int, warmup, d time.Duration) (*report, error) {
 	c, err := client.New(cfg)
 	if err != nil {
 		return nil, err
@@ -201,7 +220,7 @@ func run(ctx context.Context, cfg client.Config, tag string, g int, warmup, d ti
 	workers := make([]*worker, g)
 	for i := range workers {
 		workers[i] = new(worker)
-		wg.Go(func() { workers[i].run(runCtx, c, tag, &stop) })
+		wg.Go(func() { workers[i].run(runCtx, c, tag, unordered, &stop) })
 	}
 	count := func() (n int64) {
 		for _, w := range workers {
@@ -229,7 +248,7 @@ func run(ctx context.Context, cfg client.Config, tag string, g int, warmup, d ti
 	}
 	rep := &report{
 		URLs: cfg.URLs, Tag: tag, Goroutines: g, GOMAXPROCS: runtime.GOMAXPROCS(0),
-		MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, GoVersion: runtime.Version(), WarmupS: warmup.Seconds(),
+		MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange, Unordered: unordered, GoVersion: runtime.Version(), WarmupS: warmup.Seconds(),
 		ElapsedS: t1.Sub(t0).Seconds(), IDs: n1 - n0,
 	}
 	if rep.MaxBatch == 0 {
