@@ -10,6 +10,7 @@ import (
 	"github.com/idalloc/idalloc/buildinfo"
 	"github.com/idalloc/idalloc/config"
 	"github.com/idalloc/idalloc/frontend"
+	"github.com/idalloc/idalloc/grpcapi"
 	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
@@ -44,6 +45,7 @@ var others = []struct {
 	build     func(config.Settings, parts) (frontend.Server, error)
 }{
 	{"resp", "resp_addr", func(c config.Settings) string { return c.RespAddr }, newRESP},
+	{"grpc", "grpc_addr", func(c config.Settings) string { return c.GRPCAddr }, newGRPC},
 }
 
 // addrs are the addresses run listens on (frontend.Listen): HTTP's, and
@@ -126,6 +128,30 @@ func newRESP(cfg config.Settings, p parts) (frontend.Server, error) {
 	return s, nil
 }
 
+// newGRPC builds the gRPC front end, its metrics on p's registry.
+func newGRPC(cfg config.Settings, p parts) (frontend.Server, error) {
+	deps := grpcapi.Deps{Segments: p.alloc, Store: p.store, Leases: p.leases, Audit: p.admin}
+	if p.guard != nil {
+		deps.Guard = p.guard
+	}
+	if p.keeper != nil {
+		deps.Snowflake = p.source
+		deps.Leases = leased.LayoutLeases{Service: p.leases, Layout: p.source.Layout()}
+	}
+	m, err := grpcapi.NewMetrics(p.reg)
+	if err != nil {
+		return nil, err
+	}
+	s, err := grpcapi.New(grpcapi.Config{
+		AdminToken: cfg.AdminToken, AllocAuth: cfg.AllocAuth, MaxBatch: cfg.MaxBatch, MaxRange: cfg.MaxRange,
+		MaxConns: cfg.GRPCMaxConns, MaxStreams: cfg.GRPCMaxStreams, Logger: p.log, Metrics: m,
+	}, deps)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // logServing says where the instance serves, once it is about to.
 func logServing(log *slog.Logger, cfg config.Settings, lns frontend.Listeners) {
 	log.Info("idalloc serving", "addr", lns["http"].Addr().String(), "driver", cfg.Driver, "snowflake", cfg.Snowflake.Enabled,
@@ -134,6 +160,10 @@ func logServing(log *slog.Logger, cfg config.Settings, lns frontend.Listeners) {
 		log.Info("idalloc serving the Redis protocol", "addr", ln.Addr().String(),
 			"resp_max_conns", cfg.RespMaxConns, "resp_idle_timeout", cfg.RespIdleTimeout.Duration(),
 			"resp_command_timeout", cfg.RespCommandTimeout.Duration())
+	}
+	if ln := lns["grpc"]; ln != nil {
+		log.Info("idalloc serving gRPC", "addr", ln.Addr().String(),
+			"grpc_max_conns", cfg.GRPCMaxConns, "grpc_max_streams", cfg.GRPCMaxStreams)
 	}
 }
 

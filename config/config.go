@@ -69,8 +69,20 @@ type Config struct {
 	// RespMaxPendingTotal caps, in bytes, those answers across all RESP
 	// connections; past it the connection holding the most is closed. See
 	// frontend.DefaultMaxPendingTotal.
-	RespMaxPendingTotal int64    `json:"resp_max_pending_total"`
-	ShutdownDrain       Duration `json:"shutdown_drain"`
+	RespMaxPendingTotal int64 `json:"resp_max_pending_total"`
+	// GRPCAddr is where the gRPC front end listens (docs/api.md §14);
+	// empty turns it off.
+	GRPCAddr string `json:"grpc_addr"`
+	// GRPCMaxConns caps its open connections, as MaxConns does HTTP's: at
+	// the cap a new one closes a connection still in its HTTP/2 handshake
+	// or the one idle the longest (no call in progress), or is sent a
+	// GOAWAY and closed when every one is in a call. See
+	// frontend.DefaultMaxConns.
+	GRPCMaxConns int `json:"grpc_max_conns"`
+	// GRPCMaxStreams caps the calls in progress on one gRPC connection
+	// (HTTP/2's concurrent streams). See frontend.DefaultMaxStreams.
+	GRPCMaxStreams int      `json:"grpc_max_streams"`
+	ShutdownDrain  Duration `json:"shutdown_drain"`
 	// ShutdownTimeout bounds the whole stop after SIGTERM: the drain, the
 	// HTTP shutdown, the lease release and the give-back. See
 	// DefaultShutdownTimeout.
@@ -168,7 +180,12 @@ const (
 // it): above 1 TiB it bounds nothing a machine has.
 const maxRespMaxPendingTotal = 1 << 40
 
-// maxMaxConns bounds max_conns and resp_max_conns: far above any real need, below the point
+// maxMaxStreams bounds grpc_max_streams: past it one connection could
+// hold a goroutine per stream by the thousands, what the cap of
+// connections is there to prevent.
+const maxMaxStreams = 10_000
+
+// maxMaxConns bounds max_conns, resp_max_conns and grpc_max_conns: far above any real need, below the point
 // where the cap stops protecting anything.
 const maxMaxConns = 1_000_000
 
@@ -222,6 +239,8 @@ func Default() Config {
 		RespCommandTimeout:  durationOf(frontend.DefaultCommandTimeout.String()),
 		RespMaxPending:      frontend.DefaultMaxPending,
 		RespMaxPendingTotal: frontend.DefaultMaxPendingTotal,
+		GRPCMaxConns:        frontend.DefaultMaxConns,
+		GRPCMaxStreams:      frontend.DefaultMaxStreams,
 		ShutdownDrain:       durationOf("5s"),
 		ShutdownTimeout:     durationOf(DefaultShutdownTimeout),
 		Segment:             SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: durationOf("10s")},

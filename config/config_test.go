@@ -84,6 +84,12 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{`{"resp_max_pending_total":-1}`, `"resp_max_pending_total"`},
 		{`{"resp_addr":":8880"}`, `"resp_addr"`}, // the default http_addr
 		{`{"resp_addr":6380}`, `"resp_addr"`},
+		{`{"grpc_addr":":8880"}`, `"grpc_addr"`}, // the default http_addr
+		{`{"resp_addr":":6380","grpc_addr":":6380"}`, `"grpc_addr"`},
+		{`{"grpc_max_conns":0}`, `"grpc_max_conns"`},
+		{`{"grpc_max_conns":1000001}`, `"grpc_max_conns"`},
+		{`{"grpc_max_streams":0}`, `"grpc_max_streams"`},
+		{`{"grpc_max_streams":10001}`, `"grpc_max_streams"`},
 		{`{"shutdown_timeout":"soon"}`, `"shutdown_timeout"`},
 		{`{"shutdown_timeout":"5s"}`, `"shutdown_timeout"`}, // not above the default drain
 		{`{"shutdown_drain":"30s"}`, `"shutdown_timeout"`},  // above the default timeout
@@ -170,7 +176,7 @@ func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
 		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
-		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_command_timeout, resp_max_pending, resp_max_pending_total, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region, metrics`},
+		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_command_timeout, resp_max_pending, resp_max_pending_total, grpc_addr, grpc_max_conns, grpc_max_streams, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region, metrics`},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), true, noEnv)
@@ -189,13 +195,13 @@ func TestEnvironmentOverrides(t *testing.T) {
 		"IDALLOC_HTTP_ADDR": "127.0.0.1:9999", "IDALLOC_RESP_ADDR": ":6380", "IDALLOC_DRIVER": "mysql",
 		"IDALLOC_DSN": "u:p@tcp(db:3306)/ids", "IDALLOC_ADMIN_TOKEN": "s3cret",
 		"IDALLOC_LEASE_DRIVER": "etcd", "IDALLOC_LEASE_DSN": "http://127.0.0.1:2379",
-		"IDALLOC_RESP_COMMAND_TIMEOUT": "10s",
+		"IDALLOC_RESP_COMMAND_TIMEOUT": "10s", "IDALLOC_GRPC_ADDR": ":9090",
 	}
 	got, err := Load(writeConfig(t, `{"shutdown_drain":"1s"}`), true, environ(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
+	if got.HTTPAddr != env["IDALLOC_HTTP_ADDR"] || got.RespAddr != ":6380" || got.GRPCAddr != ":9090" || got.Driver != "mysql" || got.DSN != env["IDALLOC_DSN"] ||
 		got.AdminToken != "s3cret" || got.ShutdownDrain.Duration() != time.Second || got.RespCommandTimeout.Duration() != 10*time.Second ||
 		got.Lease != (LeaseConfig{Driver: "etcd", DSN: "http://127.0.0.1:2379"}) {
 		t.Fatalf("got %+v, want the environment's values and drain 1s", got.Config)

@@ -18,8 +18,8 @@ const serveUsage = `Usage: idalloc [-config PATH] [-init-schema] [-print-config]
        idalloc advance (-by COUNT | -for DURATION) [flags]
 
 idalloc hands out unique IDs over HTTP (and over the Redis protocol when
-resp_addr is set): segment IDs per tag, and snowflake IDs under a leased
-worker ID. With no command it serves, with the store and settings of the
+resp_addr is set, gRPC when grpc_addr is set): segment IDs per tag, and
+snowflake IDs under a leased worker ID. With no command it serves, with the store and settings of the
 config file (config.json in the working directory by default; without
 one, the defaults: SQLite in idalloc.db, HTTP on :8880).
 

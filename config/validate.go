@@ -49,6 +49,12 @@ func checkListeners(c Config) error {
 		return keyErr("resp_max_pending_total", `%d is outside resp_max_pending (%d)..%d (bytes)`, c.RespMaxPendingTotal, c.RespMaxPending, int64(maxRespMaxPendingTotal))
 	case c.RespAddr != "" && c.RespAddr == c.HTTPAddr:
 		return keyErr("resp_addr", `%q is http_addr too; give the Redis protocol a port of its own (":6380")`, c.RespAddr)
+	case c.GRPCMaxConns < 1 || c.GRPCMaxConns > maxMaxConns:
+		return keyErr("grpc_max_conns", `%d is outside 1..%d`, c.GRPCMaxConns, maxMaxConns)
+	case c.GRPCMaxStreams < 1 || c.GRPCMaxStreams > maxMaxStreams:
+		return keyErr("grpc_max_streams", `%d is outside 1..%d`, c.GRPCMaxStreams, maxMaxStreams)
+	case c.GRPCAddr != "" && (c.GRPCAddr == c.HTTPAddr || c.GRPCAddr == c.RespAddr):
+		return keyErr("grpc_addr", `%q is http_addr or resp_addr too; give gRPC a port of its own (":9090")`, c.GRPCAddr)
 	}
 	return nil
 }

@@ -19,6 +19,12 @@ import (
 // clients needs hundreds.
 const DefaultMaxConns = 10_000
 
+// DefaultMaxStreams is the default of grpc_max_streams: the calls one
+// gRPC connection may have in progress at once, HTTP/2's customary 100.
+// A client past it waits for a stream of its own connection; other
+// connections are not held back.
+const DefaultMaxStreams = 100
+
 // The defaults of a front end's command and answer bounds (RESP's
 // resp_command_timeout, resp_max_pending and resp_max_pending_total),
 // here so that the config's defaults and the front end's are one value.

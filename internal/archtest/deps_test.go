@@ -66,24 +66,30 @@ var rules = []rule{
 		why: "what a build says it is imports nothing of ours"},
 	{pkg: "gcpace", only: []string{}, tests: true,
 		why: "the collector's pace imports nothing of ours"},
-	{pkg: "leasestore", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+	{pkg: "leasestore", never: []string{"server/...", "resp/...", "grpcapi/...", "client/..."}, tests: true,
 		why: "the lease stores' table opens adapters: it starts no front end"},
 	{pkg: "frontend", only: []string{}, tests: true,
 		why: "the front-end shape (serve, drain, cut, the connection cap, the stop) imports nothing of ours: every front end imports it"},
-	{pkg: "server/...", never: []string{"resp/...", "store/...", "redislease/...", "etcdlease/..."},
+	{pkg: "server/...", never: []string{"resp/...", "grpcapi/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
-	{pkg: "resp/...", never: []string{"server/...", "store/...", "redislease/...", "etcdlease/..."},
+	{pkg: "resp/...", never: []string{"server/...", "grpcapi/...", "store/...", "redislease/...", "etcdlease/..."},
 		why: "front ends never import each other or a store"},
+	// Its tests serve the real allocator on a SQLite store, as resp's do.
+	{pkg: "grpcapi/...", only: []string{"segment", "segment/dated", "scramble", "snowflake", "snowflake/leased", "workerlease",
+		"access", "frontend", "metrics", "proto/..."},
+		why: "a front end imports the domain, the vocabulary, frontend, metrics and its schema: never another front end or a store"},
+	{pkg: "proto/...", only: []string{}, tests: true,
+		why: "the gRPC schema's generated code imports nothing of ours: clients and the front end import it"},
 	// config takes the front ends' defaults for its keys (max_conns,
 	// resp_max_pending...) from frontend, so that they cannot differ; it
 	// opens nothing and serves nothing.
-	{pkg: "config", never: []string{"server/...", "resp/...", "store/...", "redislease/...", "etcdlease/...", "client/...", "migrate/...", "advance"}, tests: true,
+	{pkg: "config", never: []string{"server/...", "resp/...", "grpcapi/...", "store/...", "redislease/...", "etcdlease/...", "client/...", "migrate/...", "advance"}, tests: true,
 		why: "config imports no front end; it opens no store and starts no front end"},
-	{pkg: "store/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+	{pkg: "store/...", never: []string{"server/...", "resp/...", "grpcapi/...", "client/..."}, tests: true,
 		why: "adapters never import a front end"},
-	{pkg: "redislease/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+	{pkg: "redislease/...", never: []string{"server/...", "resp/...", "grpcapi/...", "client/..."}, tests: true,
 		why: "adapters never import a front end"},
-	{pkg: "etcdlease/...", never: []string{"server/...", "resp/...", "client/..."}, tests: true,
+	{pkg: "etcdlease/...", never: []string{"server/...", "resp/...", "grpcapi/...", "client/..."}, tests: true,
 		why: "adapters never import a front end"},
 	// advance is the runbook step after a restore: the domain's rules on
 	// the stores' interfaces it declares; package migrate opens the stores.
@@ -91,7 +97,7 @@ var rules = []rule{
 		why: "the domain never imports a store, a front end or a driver"},
 	// The tools room reads the config and opens SQL stores; it reaches
 	// the lease adapters only through the opener main passes it.
-	{pkg: "migrate/...", never: []string{"server/...", "resp/...", "redislease/...", "etcdlease/...", "client/..."}, tests: true,
+	{pkg: "migrate/...", never: []string{"server/...", "resp/...", "grpcapi/...", "redislease/...", "etcdlease/...", "client/..."}, tests: true,
 		why: "the tools move data between stores: they start no front end and import no lease adapter"},
 	// Their tests run the advance and layout suites (internal/advancetest,
 	// internal/layouttest), which need neither migrate nor leased.

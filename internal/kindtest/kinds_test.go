@@ -13,13 +13,22 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/errs"
+	"github.com/idalloc/idalloc/grpcapi"
 	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/internal/openapitest"
 	"github.com/idalloc/idalloc/internal/storefault"
 	"github.com/idalloc/idalloc/internal/testclock"
+	idallocv1 "github.com/idalloc/idalloc/proto/idalloc/v1"
 	"github.com/idalloc/idalloc/resp"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/segment/dated"
@@ -79,67 +88,122 @@ type row struct {
 	// and respWhy says why they cannot be HTTP's.
 	class            string
 	respOwn, respWhy string
+
+	// The gRPC call (docs/api.md §14), sent with the admin token when
+	// admin or auth, with the tag token when tagToken; grpcSkip, instead,
+	// says why gRPC cannot produce kind. gcode is the status code; the
+	// status's message is HTTP's msg, unless grpcOwn is set: then it
+	// begins with grpcOwn, for grpcWhy's reason.
+	call             func(context.Context, idallocv1.IDAllocatorClient, *instance) error
+	grpcSkip         string
+	gcode            codes.Code
+	grpcOwn, grpcWhy string
+}
+
+// next is the gRPC call of one ID of tag.
+func next(tag string) func(context.Context, idallocv1.IDAllocatorClient, *instance) error {
+	return func(ctx context.Context, c idallocv1.IDAllocatorClient, _ *instance) error {
+		_, err := c.Next(ctx, &idallocv1.NextRequest{AppTag: tag})
+		return err
+	}
+}
+
+// snowflakeCall is the gRPC call of one snowflake ID.
+func snowflakeCall(ctx context.Context, c idallocv1.IDAllocatorClient, _ *instance) error {
+	_, err := c.Snowflake(ctx, &idallocv1.SnowflakeRequest{})
+	return err
 }
 
 // rows is the table: one row per kind of errs.Kinds.
 func rows() []row {
 	return []row{
 		{kind: errs.BadRequest, target: "/alloc?app_tag=a%20b", status: 400, code: 1, field: "app_tag",
-			cmd: []any{"GET", "a b"}, class: "ERR"},
+			cmd: []any{"GET", "a b"}, class: "ERR", call: next("a b"), gcode: codes.InvalidArgument},
 		{kind: errs.UnknownTag, target: "/alloc?app_tag=nope", status: 404, code: 2, field: "app_tag",
-			cmd: []any{"GET", "nope"}, class: "ERR"},
+			cmd: []any{"GET", "nope"}, class: "ERR", call: next("nope"), gcode: codes.NotFound},
 		{kind: errs.UnknownRoute, target: "/no/such/route", status: 404, code: 2,
 			cmd: []any{"NOSUCHCOMMAND", "x"}, class: "ERR",
-			respOwn: "unknown command: idalloc serves GET, ", respWhy: "a command is not a route: RESP's words list the commands it serves"},
+			respOwn: "unknown command: idalloc serves GET, ", respWhy: "a command is not a route: RESP's words list the commands it serves",
+			grpcSkip: "an unknown method is answered UNIMPLEMENTED by gRPC itself, before the front end sees the call"},
 		{kind: errs.Unavailable, setup: stopStore, target: "/alloc?app_tag=test_business", status: 503, code: 3,
-			cmd: []any{"GET", "test_business"}, class: "TRYAGAIN"},
+			cmd: []any{"GET", "test_business"}, class: "TRYAGAIN", call: next("test_business"), gcode: codes.Unavailable},
 		{kind: errs.Draining, setup: closeAllocator, target: "/alloc?app_tag=test_business", status: 503, code: 3,
-			cmd: []any{"GET", "test_business"}, class: "TRYAGAIN"},
+			cmd: []any{"GET", "test_business"}, class: "TRYAGAIN", call: next("test_business"), gcode: codes.Unavailable},
 		{kind: errs.ClockBackwards, setup: clockBack, target: "/snowflake", status: 503, code: 4,
-			cmd: []any{"SNOWFLAKE"}, class: "TRYAGAIN"},
+			cmd: []any{"SNOWFLAKE"}, class: "TRYAGAIN", call: snowflakeCall, gcode: codes.Unavailable},
 		{kind: errs.NoWorkerID, setup: fillCluster, target: "/snowflake", status: 409, code: 5,
-			cmd: []any{"SNOWFLAKE"}, class: "ERR"},
+			cmd: []any{"SNOWFLAKE"}, class: "ERR", call: snowflakeCall, gcode: codes.FailedPrecondition},
 		{kind: errs.TokenMismatch, setup: holdLease, method: "POST", target: "/workerid/renew", admin: true,
 			body:   `{"worker_id":{worker_id},"token":"` + frontendtest.WellFormedToken + `"}`,
-			status: 409, code: 6, field: "token", respSkip: leaseOnly},
+			status: 409, code: 6, field: "token", respSkip: leaseOnly, gcode: codes.FailedPrecondition,
+			call: func(ctx context.Context, c idallocv1.IDAllocatorClient, in *instance) error {
+				_, err := c.RenewWorkerID(ctx, &idallocv1.RenewWorkerIDRequest{WorkerId: in.lease.WorkerID, Token: frontendtest.WellFormedToken})
+				return err
+			}},
 		{kind: errs.LeaseExpired, setup: expireLease, method: "POST", target: "/workerid/renew", admin: true,
-			body: `{"worker_id":{worker_id},"token":"{token}"}`, status: 409, code: 6, field: "token", respSkip: leaseOnly},
+			body: `{"worker_id":{worker_id},"token":"{token}"}`, status: 409, code: 6, field: "token", respSkip: leaseOnly,
+			gcode: codes.FailedPrecondition, call: func(ctx context.Context, c idallocv1.IDAllocatorClient, in *instance) error {
+				_, err := c.RenewWorkerID(ctx, &idallocv1.RenewWorkerIDRequest{WorkerId: in.lease.WorkerID, Token: in.lease.Token})
+				return err
+			}},
 		{kind: errs.NotAssigned, method: "POST", target: "/workerid/release", admin: true,
 			body:   `{"worker_id":1,"token":"` + frontendtest.WellFormedToken + `"}`,
-			status: 409, code: 6, field: "worker_id", respSkip: leaseOnly},
+			status: 409, code: 6, field: "worker_id", respSkip: leaseOnly, gcode: codes.FailedPrecondition,
+			call: func(ctx context.Context, c idallocv1.IDAllocatorClient, _ *instance) error {
+				_, err := c.ReleaseWorkerID(ctx, &idallocv1.ReleaseWorkerIDRequest{WorkerId: 1, Token: frontendtest.WellFormedToken})
+				return err
+			}},
 		{kind: errs.Unauthorized, method: "POST", target: "/tags", body: `{"app_tag":"new_tag","step":10}`, status: 401, code: 7,
 			cmd: []any{"HSET", "new_tag", "step", "10"}, class: "NOAUTH",
-			respOwn: "missing admin token: send AUTH <admin_token>", respWhy: "each wire says how to send the token: HTTP a Bearer header, RESP the AUTH command"},
+			respOwn: "missing admin token: send AUTH <admin_token>", respWhy: "each wire says how to send the token: HTTP a Bearer header, RESP the AUTH command",
+			gcode: codes.Unauthenticated, grpcOwn: "missing or wrong admin token: send the metadata authorization: Bearer <admin_token>",
+			grpcWhy: "each wire says how to send the token: gRPC in its metadata",
+			call: func(ctx context.Context, c idallocv1.IDAllocatorClient, _ *instance) error {
+				_, err := c.CreateTag(ctx, &idallocv1.CreateTagRequest{AppTag: "new_tag", Step: proto.Int64(10)})
+				return err
+			}},
 		// A token allowed another tag than the one asked for: no ID taken.
 		{kind: errs.Forbidden, allocAuth: true, tagToken: true, target: "/alloc?app_tag=test_business",
-			status: 403, code: 7, field: "token", cmd: []any{"GET", "test_business"}, class: "NOAUTH"},
+			status: 403, code: 7, field: "token", cmd: []any{"GET", "test_business"}, class: "NOAUTH",
+			call: next("test_business"), gcode: codes.PermissionDenied},
 		// A row this build cannot serve (format dated without the settings
 		// it needs, as a hand-edited row or another version's may be): a
 		// fault, never served in another format.
 		{kind: errs.Internal, seed: `INSERT INTO segments (app_tag, step, format) VALUES ('from_newer', 10, 'dated')`,
-			target: "/alloc?app_tag=from_newer", status: 500, code: 8, cmd: []any{"GET", "from_newer"}, class: "ERR"},
+			target: "/alloc?app_tag=from_newer", status: 500, code: 8, cmd: []any{"GET", "from_newer"}, class: "ERR",
+			call: next("from_newer"), gcode: codes.Internal},
 		{kind: errs.MethodNotAllowed, method: "DELETE", target: "/alloc?app_tag=test_business", status: 405, code: 9,
-			respSkip: "RESP has no methods: a command is served or unknown (unknown_route)"},
+			respSkip: "RESP has no methods: a command is served or unknown (unknown_route)",
+			grpcSkip: "gRPC has no methods of a route: a call is served or unimplemented"},
 		{kind: errs.Exists, method: "POST", target: "/tags", body: `{"app_tag":"test_business","step":10}`, admin: true,
-			status: 409, code: 10, field: "app_tag", cmd: []any{"HSET", "test_business", "step", "10"}, auth: true, class: "ERR"},
+			status: 409, code: 10, field: "app_tag", cmd: []any{"HSET", "test_business", "step", "10"}, auth: true, class: "ERR",
+			gcode: codes.AlreadyExists, call: func(ctx context.Context, c idallocv1.IDAllocatorClient, _ *instance) error {
+				_, err := c.CreateTag(ctx, &idallocv1.CreateTagRequest{AppTag: "test_business", Step: proto.Int64(10)})
+				return err
+			}},
 		{kind: errs.Exhausted, setup: spendTag, target: "/alloc?app_tag=spent", status: 409, code: 10, field: "app_tag",
-			cmd: []any{"GET", "spent"}, class: "ERR"},
+			cmd: []any{"GET", "spent"}, class: "ERR", call: next("spent"), gcode: codes.ResourceExhausted},
 		// resp_code 10 (docs/api.md §11), which §2's table answers 409, with
 		// Retry-After until the next period; RESP answers ERR (§6: TRYAGAIN
 		// is for resp_codes 3 and 4, and go-redis retries it at once).
 		{kind: errs.PeriodExhausted, setup: spendPeriod, target: "/alloc?app_tag=spent_period", status: 409, code: 10, field: "app_tag",
 			cmd: []any{"GET", "spent_period"}, class: "ERR",
 			respOwn: dated.ErrPeriodExhausted.Error() + " (the next period begins in ",
-			respWhy: "RESP has no Retry-After: its words end with when the next period begins"},
+			respWhy: "RESP has no Retry-After: its words end with when the next period begins",
+			call:    next("spent_period"), gcode: codes.ResourceExhausted,
+			grpcOwn: dated.ErrPeriodExhausted.Error() + " (the next period begins in ",
+			grpcWhy: "its words end with when the next period begins, as RESP's, beside the RetryInfo"},
 	}
 }
 
 // TestEveryKindOverHTTPAndRESP reaches each kind of the vocabulary by real
 // requests to a real instance (the allocator, lease service and snowflake
-// source on a SQLite store, served by both front ends): HTTP answers the
+// source on a SQLite store, served by every front end): HTTP answers the
 // contract's status, resp_code, kind and field, with Retry-After on a 503;
-// RESP answers the class of docs/api.md §6 and HTTP's msg as its words. A kind
-// of errs.Kinds with no row fails the test.
+// RESP answers the class of docs/api.md §6 and HTTP's msg as its words;
+// gRPC the code of §14 with the kind and field in an ErrorInfo and HTTP's
+// msg as the status's message. A kind of errs.Kinds with no row fails the
+// test.
 func TestEveryKindOverHTTPAndRESP(t *testing.T) {
 	byKind := map[errs.Kind]row{}
 	for _, r := range rows() {
@@ -176,6 +240,12 @@ func TestEveryKindOverHTTPAndRESP(t *testing.T) {
 					t.Skip(r.respSkip)
 				}
 				checkRESP(t, in, r, msg)
+			})
+			t.Run("gRPC", func(t *testing.T) {
+				if r.grpcSkip != "" {
+					t.Skip(r.grpcSkip)
+				}
+				checkGRPC(t, in, r, msg)
 			})
 		})
 	}
@@ -274,6 +344,54 @@ func checkRESP(t *testing.T, in *instance, r row, msg string) {
 	}
 }
 
+// checkGRPC makes r's call on a new connection and checks the status:
+// its code, its ErrorInfo (the kind, the field), a RetryInfo on every
+// UNAVAILABLE and a spent period and only there, and its words against
+// msg, HTTP's.
+func checkGRPC(t *testing.T, in *instance, r row, msg string) {
+	cc, err := grpc.NewClient(in.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch {
+	case r.admin || r.auth:
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+adminToken)
+	case r.tagToken:
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+in.tagToken)
+	}
+	st, ok := status.FromError(r.call(ctx, idallocv1.NewIDAllocatorClient(cc), in))
+	if !ok || st.Code() == codes.OK {
+		t.Fatalf("got %v, want a status", st.Err())
+	}
+	var kind, field string
+	var retry bool
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			kind, field = d.GetReason(), d.GetMetadata()["field"]
+		case *errdetails.RetryInfo:
+			retry = d.GetRetryDelay().AsDuration() > 0
+		}
+	}
+	if st.Code() != r.gcode || kind != string(r.kind) || field != r.field {
+		t.Errorf("got %v, kind %q, field %q (%s); want %v, kind %q, field %q", st.Code(), kind, field, st.Message(), r.gcode, r.kind, r.field)
+	}
+	if want := st.Code() == codes.Unavailable || r.kind == errs.PeriodExhausted; retry != want {
+		t.Errorf("%v with a RetryInfo: %v; want one on every UNAVAILABLE and a spent period, and only there", st.Code(), retry)
+	}
+	switch {
+	case r.grpcOwn != "":
+		if !strings.HasPrefix(st.Message(), r.grpcOwn) {
+			t.Errorf("words %q, want gRPC's own, beginning %q (%s)", st.Message(), r.grpcOwn, r.grpcWhy)
+		}
+	case st.Message() != msg:
+		t.Errorf("words %q, want HTTP's msg %q", st.Message(), msg)
+	}
+}
+
 // instance is one idalloc instance as main wires it, on a fresh SQLite
 // database whose segment calls can be stopped: the allocator, the lease
 // service with a keeper and its snowflake source on a settable clock, and
@@ -297,6 +415,7 @@ type instance struct {
 	client   *http.Client
 	httpURL  string
 	respAddr string
+	grpcAddr string
 }
 
 // tokenTag is the one tag the instance's per-tag token is allowed.
@@ -361,6 +480,12 @@ func start(t *testing.T, seed string, allocAuth bool) *instance {
 		t.Fatal(err)
 	}
 	in.respAddr = frontendtest.Serve(t, rs)
+	gs, err := grpcapi.New(grpcapi.Config{AdminToken: adminToken, AllocAuth: allocAuth},
+		grpcapi.Deps{Segments: in.seg, Store: in.store, Snowflake: in.flake, Leases: in.leases, Guard: guard, Audit: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.grpcAddr = frontendtest.Serve(t, gs)
 	return in
 }
 
