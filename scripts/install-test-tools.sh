@@ -13,7 +13,9 @@
 # nodejs and npm (the Redis clients test), etcd-server (lease stores),
 # chromium (the monitor page's browser test), prometheus (promtool),
 # nginx, libnginx-mod-stream and docker-compose (the deploy checks),
-# util-linux (unshare). Then ioredis from npm into the cache directory whose
+# util-linux (unshare), protobuf-compiler (scripts/gen-proto.sh -check:
+# the gRPC schema's generated code), python3-grpcio and python3-grpc-tools
+# (the Python gRPC client's test, on Debian's own python3). Then ioredis from npm into the cache directory whose
 # node_modules the tests read through IDALLOC_TEST_NODE_PATH:
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/idalloc-ci-node
 set -euo pipefail
@@ -41,7 +43,7 @@ missing=""
 for tool in mariadbd:mariadb-server mariadb-install-db:mariadb-server rsync:rsync \
   redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
   etcd:etcd-server chromium:chromium promtool:prometheus prometheus:prometheus \
-  nginx:nginx docker-compose:docker-compose node:nodejs npm:npm unshare:util-linux; do
+  nginx:nginx docker-compose:docker-compose node:nodejs npm:npm unshare:util-linux protoc:protobuf-compiler; do
   has "${tool%%:*}" || missing="$missing ${tool#*:}"
 done
 has_postgres || missing="$missing postgresql"
@@ -49,6 +51,8 @@ has_postgres || missing="$missing postgresql"
 # Debian builds nginx's stream module (the RESP port in compose) apart.
 [ -e /usr/lib/nginx/modules/ngx_stream_module.so ] || missing="$missing libnginx-mod-stream"
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing="$missing python3-redis"
+/usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || missing="$missing python3-grpcio"
+/usr/bin/python3 -c 'import grpc_tools' >/dev/null 2>&1 || missing="$missing python3-grpc-tools"
 
 if [ -n "$missing" ]; then
   pkgs=$(echo "$missing" | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ' ')
