@@ -281,7 +281,7 @@ func mysqlDriver() Driver {
 		Name: drivers.MySQL,
 		Form: "user:pass@tcp(host:3306)/dbname",
 		Open: func(ctx context.Context, dsn string, opts Options) (Store, error) {
-			m, err := OpenMySQL(ctx, dsn, MySQLOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+			m, err := OpenMySQL(ctx, dsn, MySQLOptions(opts))
 			if err != nil {
 				return nil, err // a nil Store, never a nil *MySQL in one
 			}

@@ -300,7 +300,7 @@ func postgresDriver() Driver {
 		Name: drivers.Postgres,
 		Form: "postgres://user:pass@host:5432/dbname?sslmode=disable, or host=... user=... dbname=...",
 		Open: func(ctx context.Context, dsn string, opts Options) (Store, error) {
-			p, err := OpenPostgres(ctx, dsn, PostgresOptions{InitSchema: opts.InitSchema, Report: opts.Report})
+			p, err := OpenPostgres(ctx, dsn, PostgresOptions(opts))
 			if err != nil {
 				return nil, err
 			}
