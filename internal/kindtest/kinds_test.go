@@ -196,7 +196,7 @@ func rows() []row {
 	}
 }
 
-// TestEveryKindOverHTTPAndRESP reaches each kind of the vocabulary by real
+// TestEveryKindOnEveryFrontEnd reaches each kind of the vocabulary by real
 // requests to a real instance (the allocator, lease service and snowflake
 // source on a SQLite store, served by every front end): HTTP answers the
 // contract's status, resp_code, kind and field, with Retry-After on a 503;
@@ -204,7 +204,7 @@ func rows() []row {
 // gRPC the code of §14 with the kind and field in an ErrorInfo and HTTP's
 // msg as the status's message. A kind of errs.Kinds with no row fails the
 // test.
-func TestEveryKindOverHTTPAndRESP(t *testing.T) {
+func TestEveryKindOnEveryFrontEnd(t *testing.T) {
 	byKind := map[errs.Kind]row{}
 	for _, r := range rows() {
 		if _, dup := byKind[r.kind]; dup {
