@@ -78,6 +78,10 @@ var rules = []rule{
 	{pkg: "grpcapi/...", only: []string{"segment", "segment/dated", "scramble", "snowflake", "snowflake/leased", "workerlease",
 		"access", "frontend", "metrics", "proto/..."},
 		why: "a front end imports the domain, the vocabulary, frontend, metrics and its schema: never another front end or a store"},
+	// Their tests start the idalloc binary (internal/buildtest) and run
+	// the client, as a user would.
+	{pkg: "clients/...", only: []string{}, tests: true,
+		why: "the clients in other languages speak the wire: they import nothing of ours"},
 	{pkg: "proto/...", only: []string{}, tests: true,
 		why: "the gRPC schema's generated code imports nothing of ours: clients and the front end import it"},
 	// config takes the front ends' defaults for its keys (max_conns,
