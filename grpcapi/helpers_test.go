@@ -16,10 +16,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idalloc/idalloc/access"
+	"github.com/idalloc/idalloc/internal/frontendtest"
 	idallocv1 "github.com/idalloc/idalloc/proto/idalloc/v1"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
-	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -77,7 +76,7 @@ func start(tb testing.TB, o options) *instance {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	keeper, source := startLease(tb, svc)
+	keeper, source := frontendtest.StartLease(tb, svc)
 	guard, err := access.NewGuard(ctx, st, access.Config{})
 	if err != nil {
 		tb.Fatal(err)
@@ -119,36 +118,6 @@ func start(tb testing.TB, o options) *instance {
 		_ = st.Close()
 	})
 	return in
-}
-
-// startLease takes a worker lease with the real keeper and returns it with
-// its source once the lease is held.
-func startLease(tb testing.TB, svc *workerlease.Service) (*workerlease.Keeper, *leased.Source) {
-	tb.Helper()
-	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	layout, err := snowflake.NewLayout(time.Time{}, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	source, err := leased.New(keeper, layout, snowflake.Settings{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	keeper.Start(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		// ErrNoWorkerID until the lease is granted, ErrFenced until its
-		// first renewal has reserved timestamps.
-		if _, err := source.Next(); err == nil {
-			return keeper, source
-		} else if time.Now().After(deadline) {
-			tb.Fatalf("snowflake source not ready: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // dial is a client connection to in, closed at tb's cleanup.

@@ -15,7 +15,6 @@ import (
 	"github.com/idalloc/idalloc/access"
 	"github.com/idalloc/idalloc/internal/frontendtest"
 	"github.com/idalloc/idalloc/segment"
-	"github.com/idalloc/idalloc/snowflake"
 	"github.com/idalloc/idalloc/snowflake/leased"
 	"github.com/idalloc/idalloc/store"
 	"github.com/idalloc/idalloc/store/storetest"
@@ -128,38 +127,15 @@ func start(tb testing.TB, o options) *instance {
 	return in
 }
 
-// startLease takes a worker lease with the real keeper and returns it with
-// its source once the lease is held.
+// startLease takes a worker lease of st with the real keeper and returns it
+// with its source once the lease is held.
 func startLease(tb testing.TB, st *store.SQLite) (*workerlease.Keeper, *leased.Source) {
 	tb.Helper()
 	svc, err := workerlease.NewService(st, workerlease.Config{Holder: "resp-test"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	layout, err := snowflake.NewLayout(time.Time{}, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	source, err := leased.New(keeper, layout, snowflake.Settings{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	keeper.Start(context.Background())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		// ErrNoWorkerID until the lease is granted, ErrFenced until its
-		// first renewal has reserved timestamps.
-		if _, err := source.Next(); err == nil {
-			return keeper, source
-		} else if time.Now().After(deadline) {
-			tb.Fatalf("snowflake source not ready: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return frontendtest.StartLease(tb, svc)
 }
 
 // rawConn is a connection for bytes the clients would not send.
