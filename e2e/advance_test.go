@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idalloc/idalloc/internal/redistest"
 )
 
 // TestAdvanceAfterRestore is the proof behind idalloc advance (docs/api.md §3,
@@ -94,6 +97,54 @@ func TestAdvanceAfterRestore(t *testing.T) {
 		by, repeated, each, after[0], reserved)
 	if repeated != 0 || after[0] <= reserved {
 		t.Errorf("after advance: %d IDs repeated, first ID %d; want 0 and above %d", repeated, after[0], reserved)
+	}
+}
+
+// TestAdvanceLeasesOnRedisCluster: idalloc advance raises the worker leases
+// of a Redis Cluster lease store, whose clusters' hashes lie on different
+// primaries, so its SCAN must reach every primary. Three instances each
+// hold a lease of a snowflake cluster of their own, named for its hash
+// slot: west 218, south 9379, east 10965, one in each of the ranges
+// redis-cli --cluster create gives three primaries (0-5460, 5461-10922,
+// 10923-16383). Each lease is raised, and each holder keeps it and issues.
+func TestAdvanceLeasesOnRedisCluster(t *testing.T) {
+	env := setup(t)
+	rc := redistest.StartCluster(t)
+	dsn := env.db.newDatabase(t)
+	var ins []*instance
+	for _, cluster := range []string{"west", "south", "east"} {
+		cfg := config(map[string]any{"snowflake": map[string]any{
+			"enabled": true, "cluster": cluster, "worker_bits": flakeWorkerBits, "lease_ttl": "3s",
+		}, "lease": redisClusterLease(rc)})
+		in := startInstance(t, env, cluster, dsn, cfg, len(ins) == 0)
+		waitFlake(t, in, 20*time.Second)
+		ins = append(ins, in)
+	}
+	workers := map[string]int64{}
+	for _, in := range ins {
+		workers[in.name] = waitLease(t, in)
+	}
+
+	out := runAdvance(t, env, ins[0], "-only", "leases", "-lease-for", "1h")
+	t.Logf("idalloc advance -only leases -lease-for 1h:\n%s", out)
+	for _, in := range ins {
+		want := fmt.Sprintf("lease cluster %s worker %d: last_timestamp_ms ", in.name, workers[in.name])
+		raised := false
+		for line := range strings.Lines(out) {
+			raised = raised || strings.HasPrefix(line, want) && strings.Contains(line, " → ")
+		}
+		if !raised {
+			t.Errorf("advance printed no raise of cluster %s worker %d: want a line %q…→…", in.name, workers[in.name], want)
+		}
+	}
+	if !strings.Contains(out, "advanced: 3 of 3 worker leases raised") {
+		t.Errorf("advance printed\n%s\nwant the summary to count 3 of 3 worker leases raised", out)
+	}
+	for _, in := range ins {
+		if got := waitLease(t, in); got != workers[in.name] {
+			t.Errorf("%s holds worker %d after the advance, want still %d", in.name, got, workers[in.name])
+		}
+		waitFlake(t, in, 20*time.Second)
 	}
 }
 

@@ -43,6 +43,23 @@ func TestStoreForgetsRedisRestarted(t *testing.T) {
 	storeForgets(t, env, redisLease(rs), func(t *testing.T, _ string) { rs.Restart(t) })
 }
 
+// TestStoreForgetsRedisClusterFlushAll: FLUSHALL on every node of a
+// private three-node Redis Cluster.
+func TestStoreForgetsRedisClusterFlushAll(t *testing.T) {
+	env := setup(t)
+	rc := redistest.StartCluster(t)
+	storeForgets(t, env, redisClusterLease(rc), func(t *testing.T, _ string) { rc.FlushAll(t) })
+}
+
+// TestStoreForgetsRedisClusterRestarted: every node of a private Redis
+// Cluster without persistence is killed and started again on its ports,
+// empty, its slots where they were.
+func TestStoreForgetsRedisClusterRestarted(t *testing.T) {
+	env := setup(t)
+	rc := redistest.StartCluster(t)
+	storeForgets(t, env, redisClusterLease(rc), func(t *testing.T, _ string) { rc.Restart(t) })
+}
+
 // TestStoreForgetsEtcdWiped: a private etcd is killed, its data directory
 // deleted, and started again on the same ports.
 func TestStoreForgetsEtcdWiped(t *testing.T) {
@@ -65,6 +82,10 @@ func TestStoreForgetsSQLRowsDeleted(t *testing.T) {
 
 func redisLease(rs *redistest.Server) map[string]any {
 	return map[string]any{"driver": "redis", "dsn": "redis://" + rs.Addr() + "/0"}
+}
+
+func redisClusterLease(rc *redistest.Cluster) map[string]any {
+	return map[string]any{"driver": "redis", "dsn": rc.DSN()}
 }
 
 // storeForgets runs the scenario on lease store lease; forget makes the store

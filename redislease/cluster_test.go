@@ -3,6 +3,8 @@ package redislease
 import (
 	"context"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -10,40 +12,44 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idalloc/idalloc/internal/advancetest"
 	"github.com/idalloc/idalloc/internal/layouttest"
+	"github.com/idalloc/idalloc/internal/redistest"
 	"github.com/idalloc/idalloc/workerlease"
 	"github.com/idalloc/idalloc/workerlease/leasetest"
 )
 
-// clusterAddrs are the nodes of a Redis Cluster to test on, from
-// IDALLOC_TEST_REDIS_CLUSTER ("host:port,host:port,…"); such a cluster is
-// rarely at hand, so the cluster tests skip without one.
-func clusterAddrs(tb testing.TB) []string {
+// testCluster is the Redis Cluster the cluster tests run on: the one
+// IDALLOC_TEST_REDIS_CLUSTER names ("host:port,host:port,…"), else a
+// private one of three primaries on loopback, which skips tb without
+// redis-server and redis-cli.
+func testCluster(tb testing.TB) []string {
 	tb.Helper()
-	v := os.Getenv("IDALLOC_TEST_REDIS_CLUSTER")
-	if v == "" {
-		tb.Skip("no Redis Cluster: set IDALLOC_TEST_REDIS_CLUSTER=host:port,… to run")
+	if v := os.Getenv("IDALLOC_TEST_REDIS_CLUSTER"); v != "" {
+		return strings.Split(v, ",")
 	}
-	return strings.Split(v, ",")
+	return redistest.StartCluster(tb).Addrs()
 }
 
-func newClusterClient(tb testing.TB) *redis.ClusterClient {
+// newClusterClient returns a client of its own on the cluster of addrs,
+// closed at tb's cleanup.
+func newClusterClient(tb testing.TB, addrs []string) *redis.ClusterClient {
 	tb.Helper()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: clusterAddrs(tb)})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	tb.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		tb.Skipf("Redis Cluster at %v does not answer: %v", clusterAddrs(tb), err)
+		tb.Skipf("Redis Cluster at %v does not answer: %v", addrs, err)
 	}
 	return c
 }
 
 // freshClusterPrefix is freshPrefix on the cluster: its keys, on whichever
 // primary, are deleted at tb's cleanup.
-func freshClusterPrefix(tb testing.TB) string {
+func freshClusterPrefix(tb testing.TB, addrs []string) string {
 	tb.Helper()
-	c := newClusterClient(tb)
+	c := newClusterClient(tb, addrs)
 	prefix := "idalloc-test:" + randomHex(8) + ":"
 	tb.Cleanup(func() { deleteClusterKeys(tb, c, prefix) })
 	return prefix
@@ -78,15 +84,17 @@ func deleteClusterKeys(tb testing.TB, c *redis.ClusterClient, prefix string) {
 // TestClusterConformance runs the suites on Redis Cluster, where a script
 // whose keys lay in two slots would be refused (CROSSSLOT).
 func TestClusterConformance(t *testing.T) {
+	addrs := testCluster(t)
 	tg := leasetest.Target{
 		Fresh: func(tb testing.TB) leasetest.Namespace {
-			prefix := freshClusterPrefix(tb)
+			prefix := freshClusterPrefix(tb, addrs)
+			client := func(tb testing.TB) redis.Cmdable { return newClusterClient(tb, addrs) }
 			return forgetScoped(leasetest.Namespace{
 				Open: func(tb testing.TB) workerlease.Store {
-					return New(newClusterClient(tb), Options{Prefix: prefix})
+					return New(newClusterClient(tb, addrs), Options{Prefix: prefix})
 				},
-				Forget: func(tb testing.TB) { deleteClusterKeys(tb, newClusterClient(tb), prefix) },
-			}, prefix, func(tb testing.TB) redis.Cmdable { return newClusterClient(tb) })
+				Forget: func(tb testing.TB) { deleteClusterKeys(tb, newClusterClient(tb, addrs), prefix) },
+			}, prefix, client)
 		},
 		TTL: 400 * time.Millisecond,
 	}
@@ -97,9 +105,10 @@ func TestClusterConformance(t *testing.T) {
 // TestClusterKeySlot checks keySlot, which the other tests trust, against
 // CLUSTER KEYSLOT, and Open's redis+cluster:// against a real cluster.
 func TestClusterKeySlot(t *testing.T) {
-	c := newClusterClient(t)
-	st, err := Open("redis+cluster://"+clusterAddrs(t)[0]+"?addr="+strings.Join(clusterAddrs(t)[1:], "&addr="),
-		Options{Prefix: freshClusterPrefix(t)})
+	addrs := testCluster(t)
+	c := newClusterClient(t, addrs)
+	st, err := Open("redis+cluster://"+addrs[0]+"?addr="+strings.Join(addrs[1:], "&addr="),
+		Options{Prefix: freshClusterPrefix(t, addrs)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -121,5 +130,68 @@ func TestClusterKeySlot(t *testing.T) {
 		if err := st.Release(t.Context(), cluster, l.WorkerID, l.Token, 1); err != nil {
 			t.Errorf("Release: %v", err)
 		}
+	}
+}
+
+// TestClusterAdvanceLeases runs the advance suite on Redis Cluster, where
+// the clusters' hashes lie on different primaries and SCAN sees one's keys.
+func TestClusterAdvanceLeases(t *testing.T) {
+	addrs := testCluster(t)
+	advancetest.Leases(t, func(tb testing.TB) advancetest.Store {
+		return New(newClusterClient(tb, addrs), Options{Prefix: freshClusterPrefix(tb, addrs)})
+	})
+}
+
+// TestClusterAdvanceScansEveryPrimary: clusters whose hashes lie on every
+// primary are each found and raised, through a Store from Open as idalloc
+// advance has.
+func TestClusterAdvanceScansEveryPrimary(t *testing.T) {
+	addrs := testCluster(t)
+	prefix := freshClusterPrefix(t, addrs)
+	st, err := Open("redis+cluster://"+addrs[0]+"?addr="+strings.Join(addrs[1:], "&addr="), Options{Prefix: prefix})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	var clusters []string
+	for i := range 12 {
+		clusters = append(clusters, "c"+strconv.Itoa(i))
+		mustAcquire(t, st, request(clusters[i], "token-"+clusters[i], 3))
+	}
+	slices.Sort(clusters)
+
+	// Where the hashes landed: on every primary, or the test proves little.
+	c := newClusterClient(t, addrs)
+	var mu sync.Mutex
+	primaries, holding := 0, 0
+	err = c.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error {
+		keys, _, err := node.Scan(ctx, 0, prefix+"*", 1000).Result()
+		mu.Lock()
+		primaries++
+		if len(keys) > 0 {
+			holding++
+		}
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("scan the primaries: %v", err)
+	}
+	if holding < 2 || holding < primaries {
+		t.Fatalf("the %d clusters' keys lie on %d of %d primaries, want every one", len(clusters), holding, primaries)
+	}
+
+	floor := time.Now().Add(time.Hour).UnixMilli()
+	var raised []string
+	err = st.AdvanceLeases(t.Context(), floor, false, func(cluster string, _, _, toMS int64) {
+		if toMS >= floor {
+			raised = append(raised, cluster)
+		}
+	})
+	if err != nil {
+		t.Fatalf("AdvanceLeases: %v", err)
+	}
+	if !slices.Equal(raised, clusters) {
+		t.Errorf("AdvanceLeases raised clusters %q on %d primaries, want %q", raised, holding, clusters)
 	}
 }

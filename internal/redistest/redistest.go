@@ -7,6 +7,12 @@
 //	srv := redistest.Start(t) // skips t when no redis-server is installed
 //	st, err := redislease.Open("redis://"+srv.Addr()+"/0", redislease.Options{})
 //
+// StartCluster makes a three-node Redis Cluster of such servers the same
+// way (it needs redis-cli too):
+//
+//	rc := redistest.StartCluster(t)
+//	st, err := redislease.Open(rc.DSN(), redislease.Options{})
+//
 // It is imported by tests only.
 package redistest
 
