@@ -21,11 +21,8 @@ func snowflakeParts(st leasestore.Store, cfg config.Settings, log *slog.Logger, 
 	sf := cfg.Snowflake
 	// Validated once, here, with the 10-year rule of a new deployment; every
 	// generator built later, for each new lease, takes it as it is.
-	layout, err := snowflake.NewLayout(cfg.Epoch, sf.WorkerBits)
-	if err == nil {
-		err = layout.CheckLifetime(time.Now())
-	}
-	if err != nil {
+	layout := cfg.Layout
+	if err := layout.CheckLifetime(time.Now()); err != nil {
 		return nil, nil, nil, fmt.Errorf(`key "snowflake.worker_bits"/"snowflake.epoch": %w`, err)
 	}
 	region, err := leased.NewRegion(layout, cfg.Region.Count, cfg.Region.ID)

@@ -20,6 +20,7 @@ import (
 	"github.com/idalloc/idalloc/drivers"
 	"github.com/idalloc/idalloc/frontend"
 	"github.com/idalloc/idalloc/segment"
+	"github.com/idalloc/idalloc/snowflake"
 )
 
 // Config is config.json. Durations are Go duration strings (Duration),
@@ -197,8 +198,11 @@ type SegmentConfig struct {
 
 // SnowflakeConfig is the "snowflake" object of config.json.
 type SnowflakeConfig struct {
-	Enabled    bool     `json:"enabled"`
-	Cluster    string   `json:"cluster"`
+	Enabled bool   `json:"enabled"`
+	Cluster string `json:"cluster"`
+	// Layout is "default" (63-bit IDs) or "js53" (IDs at most 2^53-1,
+	// docs/api.md §2).
+	Layout     string   `json:"layout"`
 	Epoch      string   `json:"epoch"`
 	WorkerBits int      `json:"worker_bits"`
 	LeaseTTL   Duration `json:"lease_ttl" min:"1s"`
@@ -214,6 +218,9 @@ type Settings struct {
 	Config
 	// Epoch is snowflake.epoch parsed.
 	Epoch time.Time
+	// Layout is the snowflake layout of snowflake.layout, epoch and
+	// worker_bits, not yet held to the 10-year rule of a new deployment.
+	Layout snowflake.Layout
 	// RandomStart is snowflake.random_sequence_start, true when not given.
 	RandomStart bool
 	sources     sources // where the values came from, for errors found later
@@ -245,7 +252,7 @@ func Default() Config {
 		ShutdownTimeout:     durationOf(DefaultShutdownTimeout),
 		Segment:             SegmentConfig{MaxStep: segment.DefaultMaxStep, TagRefresh: durationOf("10s")},
 		Snowflake: SnowflakeConfig{
-			Enabled: true, Cluster: "default", Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
+			Enabled: true, Cluster: "default", Layout: LayoutDefault, Epoch: "2026-01-01T00:00:00Z", WorkerBits: 10,
 			LeaseTTL: durationOf("30s"), MaxDriftBlock: durationOf("10ms"), MaxDriftError: durationOf("1s"),
 		},
 		Lease:   LeaseConfig{Driver: drivers.LeaseSQL},
@@ -278,6 +285,10 @@ func Load(path string, required bool, environ []string) (Settings, error) {
 	}
 	if err := applyEnv(&c, environ, &src); err != nil {
 		return Settings{}, err
+	}
+	// worker_bits' default is the layout's: 10 of 22 bits, or 6 of js53's 12.
+	if key := "snowflake.worker_bits"; c.Snowflake.Layout == LayoutJS53 && !src.file[key] && src.env[key] == "" {
+		c.Snowflake.WorkerBits = snowflake.JS53WorkerBits
 	}
 	s, err := c.Validate()
 	if err != nil {

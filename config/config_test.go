@@ -175,7 +175,7 @@ func TestRegionKeys(t *testing.T) {
 func TestUnknownNestedKeyNamesItsPath(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"segment":{"maxstep":5}}`, `key "segment.maxstep": unknown key; the keys there are max_step, tag_refresh`},
-		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
+		{`{"snowflake":{"cluster":"a","zz":1,"aa":2}}`, `key "snowflake.aa": unknown key; the keys there are enabled, cluster, layout, epoch, worker_bits, lease_ttl, max_drift_block, max_drift_error, random_sequence_start`},
 		{`{"maxconns":5}`, `key "maxconns": unknown key; the keys there are http_addr, driver, dsn, admin_token, alloc_auth, max_batch, max_range, max_conns, resp_addr, resp_max_conns, resp_idle_timeout, resp_command_timeout, resp_max_pending, resp_max_pending_total, grpc_addr, grpc_max_conns, grpc_max_streams, shutdown_drain, shutdown_timeout, segment, snowflake, lease, dated, region, metrics`},
 	}
 	for _, c := range cases {
@@ -318,5 +318,46 @@ func TestConfigErrorsNameTheSource(t *testing.T) {
 				t.Errorf("got %q, want %q%s", msg, prefix, c.want)
 			}
 		})
+	}
+}
+
+// TestSnowflakeLayout: snowflake.layout picks the layout, and worker_bits
+// defaults to the layout's own (10 of 22 bits, 6 of js53's 12) unless the
+// file or the environment sets it.
+func TestSnowflakeLayout(t *testing.T) {
+	cases := []struct {
+		body       string
+		env        map[string]string
+		workerBits int
+		idBits     int
+		wantErr    string
+	}{
+		{`{}`, nil, 10, 63, ""},
+		{`{"snowflake":{"layout":"default"}}`, nil, 10, 63, ""},
+		{`{"snowflake":{"layout":"js53"}}`, nil, 6, 53, ""},
+		{`{"snowflake":{"layout":"js53","worker_bits":8}}`, nil, 8, 53, ""},
+		{`{"snowflake":{"layout":"js53","worker_bits":10}}`, nil, 10, 53, ""},
+		{`{}`, map[string]string{"IDALLOC_SNOWFLAKE_LAYOUT": "js53"}, 6, 53, ""},
+		{`{"snowflake":{"layout":"js53"}}`, map[string]string{"IDALLOC_SNOWFLAKE_WORKER_BITS": "11"}, 11, 53, ""},
+		{`{"snowflake":{"layout":"js53","worker_bits":12}}`, nil, 0, 0, `key "snowflake.worker_bits": 12 is outside 1..11`},
+		{`{"snowflake":{"layout":"JS53"}}`, nil, 0, 0, `key "snowflake.layout": "JS53" is neither "default" nor "js53"`},
+		{`{"snowflake":{"layout":""}}`, nil, 0, 0, `key "snowflake.layout"`},
+	}
+	for _, c := range cases {
+		got, err := Load(writeConfig(t, c.body), true, environ(c.env))
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s %v: error %v, want one with %s", c.body, c.env, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %v: %v", c.body, c.env, err)
+			continue
+		}
+		if got.Snowflake.WorkerBits != c.workerBits || got.Layout.WorkerBits != c.workerBits || got.Layout.IDBits() != c.idBits {
+			t.Errorf("%s %v: worker_bits %d, layout %+v, want %d worker bits of %d-bit IDs",
+				c.body, c.env, got.Snowflake.WorkerBits, got.Layout, c.workerBits, c.idBits)
+		}
 	}
 }

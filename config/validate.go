@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"slices"
 	"time"
 
@@ -29,10 +28,18 @@ func (c Config) Validate() (Settings, error) {
 			return s, err
 		}
 	}
-	epoch, err := checkSnowflake(c)
-	s.Epoch = epoch
+	var err error
+	s.Epoch, s.Layout, err = checkSnowflake(c)
 	return s, err
 }
+
+// The values of snowflake.layout.
+const (
+	// LayoutDefault is snowflake.NewLayout's: 63-bit IDs.
+	LayoutDefault = "default"
+	// LayoutJS53 is snowflake.NewJS53Layout's: IDs at most 2^53-1.
+	LayoutJS53 = "js53"
+)
 
 // checkListeners checks the front ends' addresses and connection caps.
 func checkListeners(c Config) error {
@@ -144,42 +151,48 @@ func checkShutdown(c Config) error {
 }
 
 // checkSnowflake checks the snowflake keys by the generator's own rules
-// and returns the epoch.
-func checkSnowflake(c Config) (time.Time, error) {
+// and returns the epoch and the layout.
+func checkSnowflake(c Config) (time.Time, snowflake.Layout, error) {
 	sf := c.Snowflake
-	if sf.WorkerBits < 1 || sf.WorkerBits > 21 {
-		return time.Time{}, keyErr("snowflake.worker_bits", `%d is outside 1..21`, sf.WorkerBits)
+	newLayout, maxWorkerBits := snowflake.NewLayout, 21
+	switch sf.Layout {
+	case LayoutDefault:
+	case LayoutJS53:
+		newLayout, maxWorkerBits = snowflake.NewJS53Layout, 11
+	default:
+		return time.Time{}, snowflake.Layout{}, keyErr("snowflake.layout", `%q is neither %q nor %q`, sf.Layout, LayoutDefault, LayoutJS53)
+	}
+	if sf.WorkerBits < 1 || sf.WorkerBits > maxWorkerBits {
+		return time.Time{}, snowflake.Layout{}, keyErr("snowflake.worker_bits", `%d is outside 1..%d`, sf.WorkerBits, maxWorkerBits)
 	}
 	if !workerlease.ValidCluster(sf.Cluster) {
-		return time.Time{}, keyErr("snowflake.cluster", `%q must match ^[A-Za-z0-9_.:-]{1,64}$`, sf.Cluster)
+		return time.Time{}, snowflake.Layout{}, keyErr("snowflake.cluster", `%q must match ^[A-Za-z0-9_.:-]{1,64}$`, sf.Cluster)
 	}
 	epoch, err := time.Parse(time.RFC3339, sf.Epoch)
 	if err != nil {
-		return time.Time{}, keyErr("snowflake.epoch", `%q is not an RFC 3339 time`, sf.Epoch)
+		return time.Time{}, snowflake.Layout{}, keyErr("snowflake.epoch", `%q is not an RFC 3339 time`, sf.Epoch)
 	}
 	block, maxErr := sf.MaxDriftBlock.Duration(), sf.MaxDriftError.Duration()
 	if maxErr < block {
-		return epoch, keyErr("snowflake.max_drift_error", `must not be below snowflake.max_drift_block`)
+		return epoch, snowflake.Layout{}, keyErr("snowflake.max_drift_error", `must not be below snowflake.max_drift_block`)
 	}
 	// The generator's own checks, reported by key rather than at start: an
 	// epoch after now, or so early that the time bits run out within 10
 	// years.
-	if _, err := snowflake.New(snowflake.Settings{Epoch: epoch, WorkerBits: sf.WorkerBits,
-		MaxDriftBlock: block, MaxDriftError: maxErr}); err != nil {
-		key := "snowflake.max_drift_error"
-		if errors.Is(err, snowflake.ErrInvalidLayout) || errors.Is(err, snowflake.ErrLayoutTooShort) {
-			key = "snowflake.epoch"
-		}
-		return epoch, keyErr(key, "%w", err)
+	layout, err := newLayout(epoch, sf.WorkerBits)
+	if err == nil {
+		err = layout.CheckLifetime(time.Now())
+	}
+	if err != nil {
+		return epoch, snowflake.Layout{}, keyErr("snowflake.epoch", "%w", err)
+	}
+	if _, err := snowflake.New(snowflake.Settings{Layout: layout, MaxDriftBlock: block, MaxDriftError: maxErr}); err != nil {
+		return epoch, layout, keyErr("snowflake.max_drift_error", "%w", err)
 	}
 	// Each region's snowflake worker IDs are a range of their own: every
 	// region needs one at least.
-	layout, err := snowflake.NewLayout(epoch, sf.WorkerBits)
-	if err == nil {
-		_, _, err = layout.RegionWorkerIDs(c.Region.Count, c.Region.ID)
+	if _, _, err := layout.RegionWorkerIDs(c.Region.Count, c.Region.ID); err != nil {
+		return epoch, layout, keyErr("region.count", "%w", err)
 	}
-	if err != nil {
-		return epoch, keyErr("region.count", "%w", err)
-	}
-	return epoch, nil
+	return epoch, layout, nil
 }

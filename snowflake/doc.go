@@ -11,6 +11,15 @@
 // epoch, 2026-01-01T00:00:00Z by default. IDs are positive int64 values, so
 // they sort by time and survive every language with signed 64-bit integers.
 //
+// A JS53 layout (NewJS53Layout) keeps the 41 bits of milliseconds and gives
+// the worker ID and sequence 12 bits, not 22, so that every ID is at most
+// 2^53-1 and a JavaScript number holds it exactly:
+//
+//	0 (11 bits) | 41 bits: milliseconds since Epoch | WorkerBits: worker ID | 12-WorkerBits: sequence
+//
+// By default (WorkerBits 6) that is 64 workers with 64 IDs per millisecond
+// each, until the same End as the default layout.
+//
 // A Generator guarantees that the IDs it issues are unique and strictly
 // increasing, provided no other process uses the same worker ID with the same
 // layout at the same time; that is what worker-ID leases (package

@@ -12,6 +12,7 @@ type Generator struct {
 	epochMS    int64
 	maxMS      int64 // the highest Unix ms the time bits can carry
 	workerPart int64 // the worker ID, already shifted into place
+	timeShift  int   // the worker and sequence bits below the timestamp
 	seqMax     int64
 
 	mu sync.Mutex
@@ -44,6 +45,7 @@ func New(s Settings) (*Generator, error) {
 		epochMS:    c.layout.Epoch.UnixMilli(),
 		workerPart: c.workerID << c.layout.SequenceBits,
 		seqMax:     c.layout.MaxSequence(),
+		timeShift:  c.layout.timeShift(),
 	}
 	g.maxMS = g.epochMS + maxElapsedMS
 	// A floor below the epoch would let a clock that falls back before the
@@ -160,7 +162,7 @@ func (g *Generator) startSequence() int64 {
 }
 
 func (g *Generator) compose(ms, seq int64) int64 {
-	return (ms-g.epochMS)<<lowBits | g.workerPart | seq
+	return (ms-g.epochMS)<<g.timeShift | g.workerPart | seq
 }
 
 // LastTimestampMS returns the Unix millisecond of the highest timestamp

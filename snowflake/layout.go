@@ -11,9 +11,17 @@ const (
 	// DefaultWorkerBits is the worker-ID width used when none is given,
 	// leaving 12 bits (4096 IDs per ms) for the sequence.
 	DefaultWorkerBits = 10
-	// lowBits is shared by the worker and sequence fields; with the sign bit
-	// and TimeBits it fills 64 bits.
+	// lowBits is shared by the worker and sequence fields of the default
+	// layout; with the sign bit and TimeBits it fills 64 bits.
 	lowBits = 63 - TimeBits
+	// JS53Bits is the width of a JS53 layout's IDs: at most 2^53-1, so
+	// every one is a safe integer in JavaScript (docs/api.md §2).
+	JS53Bits = 53
+	// JS53WorkerBits is a JS53 layout's worker-ID width when none is given:
+	// 64 workers, each with 64 IDs per millisecond.
+	JS53WorkerBits = 6
+	// js53LowBits is shared by a JS53 layout's worker and sequence fields.
+	js53LowBits = JS53Bits - TimeBits
 	// maxElapsedMS is the highest millisecond offset from the epoch an ID can carry.
 	maxElapsedMS = 1<<TimeBits - 1
 )
@@ -23,16 +31,17 @@ const (
 // out in 2024).
 const defaultEpochMS = 1767225600000
 
-// Layout says how an ID's 63 usable bits split into timestamp, worker ID and
-// sequence. Make one with NewLayout; the zero Layout is invalid.
+// Layout says how an ID's bits split into timestamp, worker ID and
+// sequence: the default layout's 63 usable bits, or a JS53 layout's 53.
+// Make one with NewLayout or NewJS53Layout; the zero Layout is invalid.
 type Layout struct {
 	// Epoch is the instant timestamps count from, whole milliseconds in UTC.
 	Epoch time.Time
-	// TimeBits is always 41.
+	// TimeBits is always 41, of milliseconds.
 	TimeBits int
-	// WorkerBits is the worker-ID width, 1..21.
+	// WorkerBits is the worker-ID width: 1..21, or 1..11 in a JS53 layout.
 	WorkerBits int
-	// SequenceBits is 22 - WorkerBits.
+	// SequenceBits is 22 - WorkerBits, or 12 - WorkerBits in a JS53 layout.
 	SequenceBits int
 }
 
@@ -53,14 +62,33 @@ type Parts struct {
 // outside the years 1..9999. It does not judge how long the layout lasts; New
 // refuses one that runs out within 10 years.
 func NewLayout(epoch time.Time, workerBits int) (Layout, error) {
-	if epoch.IsZero() {
-		epoch = time.UnixMilli(defaultEpochMS)
-	}
 	if workerBits == 0 {
 		workerBits = DefaultWorkerBits
 	}
-	if workerBits < 1 || workerBits > lowBits-1 {
-		return Layout{}, fmt.Errorf("worker bits %d outside 1..%d: %w", workerBits, lowBits-1, ErrInvalidLayout)
+	return newLayout(epoch, lowBits, workerBits)
+}
+
+// NewJS53Layout returns the layout whose IDs never exceed 2^53-1
+// (JavaScript's Number.MAX_SAFE_INTEGER) for epoch and workerBits: the
+// default layout's 41 bits of milliseconds, with 12 bits, not 22, for the
+// worker ID and sequence (docs/api.md §2). A zero epoch means
+// 2026-01-01T00:00:00Z and 0 worker bits mean JS53WorkerBits. It returns
+// ErrInvalidLayout for worker bits outside 1..11 or an epoch outside the
+// years 1..9999.
+func NewJS53Layout(epoch time.Time, workerBits int) (Layout, error) {
+	if workerBits == 0 {
+		workerBits = JS53WorkerBits
+	}
+	return newLayout(epoch, js53LowBits, workerBits)
+}
+
+// newLayout shares low bits between workerBits and the sequence.
+func newLayout(epoch time.Time, low, workerBits int) (Layout, error) {
+	if epoch.IsZero() {
+		epoch = time.UnixMilli(defaultEpochMS)
+	}
+	if workerBits < 1 || workerBits > low-1 {
+		return Layout{}, fmt.Errorf("worker bits %d outside 1..%d: %w", workerBits, low-1, ErrInvalidLayout)
 	}
 	if !epochInRange(epoch) {
 		return Layout{}, fmt.Errorf("epoch %s outside the years 1..9999: %w", epoch.Format(time.RFC3339), ErrInvalidLayout)
@@ -69,9 +97,21 @@ func NewLayout(epoch time.Time, workerBits int) (Layout, error) {
 		Epoch:        time.UnixMilli(epoch.UnixMilli()).UTC(),
 		TimeBits:     TimeBits,
 		WorkerBits:   workerBits,
-		SequenceBits: lowBits - workerBits,
+		SequenceBits: low - workerBits,
 	}, nil
 }
+
+// IDBits returns how many low bits an ID of l may use: 63, or JS53Bits in
+// a JS53 layout. Every ID of l is below 2^IDBits.
+func (l Layout) IDBits() int { return l.TimeBits + l.WorkerBits + l.SequenceBits }
+
+// JS53 reports whether l is a JS53 layout, whose IDs are safe integers in
+// JavaScript.
+func (l Layout) JS53() bool { return l.IDBits() == JS53Bits }
+
+// timeShift returns the width of the worker and sequence fields together,
+// the shift of the timestamp.
+func (l Layout) timeShift() int { return l.WorkerBits + l.SequenceBits }
 
 // epochInRange bounds the epoch to the years 1..9999, which keeps every
 // Unix-millisecond sum in this package clear of overflow.
@@ -82,8 +122,8 @@ func epochInRange(epoch time.Time) bool {
 
 // check refuses hand-made layouts whose shifts would corrupt IDs.
 func (l Layout) check() error {
-	if l.TimeBits != TimeBits || l.WorkerBits < 1 || l.WorkerBits > lowBits-1 ||
-		l.SequenceBits != lowBits-l.WorkerBits {
+	if low := l.timeShift(); l.TimeBits != TimeBits || l.WorkerBits < 1 || l.SequenceBits < 1 ||
+		low != lowBits && low != js53LowBits {
 		return fmt.Errorf("layout %d/%d/%d bits: %w", l.TimeBits, l.WorkerBits, l.SequenceBits, ErrInvalidLayout)
 	}
 	if !epochInRange(l.Epoch) {
@@ -152,7 +192,7 @@ func (l Layout) End() time.Time {
 // sequence. It returns ErrInvalidID for a timestamp before the epoch or a
 // sequence out of range, ErrTimeExhausted for a timestamp at or after End,
 // ErrInvalidWorkerID for a worker ID out of range, and ErrInvalidLayout for a
-// layout NewLayout did not make.
+// layout NewLayout or NewJS53Layout did not make.
 func (l Layout) Compose(unixMS, workerID, sequence int64) (int64, error) {
 	if err := l.check(); err != nil {
 		return 0, err
@@ -168,12 +208,13 @@ func (l Layout) Compose(unixMS, workerID, sequence int64) (int64, error) {
 	case sequence < 0 || sequence > l.MaxSequence():
 		return 0, fmt.Errorf("sequence %d outside 0..%d: %w", sequence, l.MaxSequence(), ErrInvalidID)
 	}
-	return (unixMS-epochMS)<<lowBits | workerID<<l.SequenceBits | sequence, nil
+	return (unixMS-epochMS)<<l.timeShift() | workerID<<l.SequenceBits | sequence, nil
 }
 
-// Decompose takes an ID apart. Every non-negative int64 is a well-formed ID
-// of every layout; it returns ErrInvalidID for a negative one and
-// ErrInvalidLayout for a layout NewLayout did not make.
+// Decompose takes an ID apart. Every int64 in 0..2^IDBits-1 is a
+// well-formed ID of l (every non-negative one, in the default layout); it
+// returns ErrInvalidID for any other and ErrInvalidLayout for a layout
+// NewLayout or NewJS53Layout did not make.
 func (l Layout) Decompose(id int64) (Parts, error) {
 	if err := l.check(); err != nil {
 		return Parts{}, err
@@ -181,7 +222,10 @@ func (l Layout) Decompose(id int64) (Parts, error) {
 	if id < 0 {
 		return Parts{}, fmt.Errorf("id %d is negative: %w", id, ErrInvalidID)
 	}
-	ts := id>>lowBits + l.Epoch.UnixMilli()
+	if id>>l.IDBits() != 0 {
+		return Parts{}, fmt.Errorf("id %d is above 2^%d-1, the highest of this layout: %w", id, l.IDBits(), ErrInvalidID)
+	}
+	ts := id>>l.timeShift() + l.Epoch.UnixMilli()
 	return Parts{
 		ID:          id,
 		Time:        time.UnixMilli(ts).UTC(),

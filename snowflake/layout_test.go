@@ -135,7 +135,7 @@ func TestDecompose(t *testing.T) {
 			t.Errorf("Decompose(%d) error = %v, want %v", id, err, ErrInvalidID)
 		}
 	}
-	for _, bad := range []Layout{{}, {Epoch: l.Epoch, TimeBits: 41, WorkerBits: 10, SequenceBits: 13}} {
+	for _, bad := range []Layout{{}, {Epoch: l.Epoch, TimeBits: 41, WorkerBits: 10, SequenceBits: 13}, {Epoch: l.Epoch, TimeBits: 41, WorkerBits: 12, SequenceBits: 0}} {
 		if _, err := bad.Decompose(1); !errors.Is(err, ErrInvalidLayout) {
 			t.Errorf("%+v.Decompose(1) error = %v, want %v", bad, err, ErrInvalidLayout)
 		}
@@ -215,6 +215,95 @@ func TestRegionWorkerIDs(t *testing.T) {
 		first, n, err := l.RegionWorkerIDs(c.count, c.id)
 		if !errors.Is(err, c.wantErr) || first != c.first || n != c.n {
 			t.Errorf("%d bits, region %d of %d: %d, %d, %v; want %d, %d, %v", c.bits, c.id, c.count, first, n, err, c.first, c.n, c.wantErr)
+		}
+	}
+}
+
+// TestJS53Layout: a JS53 layout's figures (workers, IDs per millisecond,
+// its end) and that its highest ID is JavaScript's Number.MAX_SAFE_INTEGER.
+func TestJS53Layout(t *testing.T) {
+	const maxSafe = 1<<53 - 1
+	tests := []struct {
+		workerBits        int
+		wantWorkerBits    int
+		maxWorker, maxSeq int64
+		wantErr           error
+	}{
+		{0, 6, 63, 63, nil},
+		{1, 1, 1, 2047, nil},
+		{6, 6, 63, 63, nil},
+		{8, 8, 255, 15, nil},
+		{11, 11, 2047, 1, nil},
+		{12, 0, 0, 0, ErrInvalidLayout},
+		{-1, 0, 0, 0, ErrInvalidLayout},
+	}
+	for _, tt := range tests {
+		l, err := NewJS53Layout(time.Time{}, tt.workerBits)
+		if !errors.Is(err, tt.wantErr) {
+			t.Fatalf("NewJS53Layout(0, %d) error = %v, want %v", tt.workerBits, err, tt.wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		if l.WorkerBits != tt.wantWorkerBits || l.MaxWorkerID() != tt.maxWorker || l.MaxSequence() != tt.maxSeq ||
+			l.IDBits() != 53 || !l.JS53() || l.TimeBits != 41 {
+			t.Errorf("NewJS53Layout(0, %d) = %+v, MaxWorkerID %d, MaxSequence %d, IDBits %d",
+				tt.workerBits, l, l.MaxWorkerID(), l.MaxSequence(), l.IDBits())
+		}
+		last := l.End().UnixMilli() - 1
+		id, err := l.Compose(last, l.MaxWorkerID(), l.MaxSequence())
+		if err != nil || id != maxSafe {
+			t.Errorf("%d worker bits: the last ID = %d, %v, want 2^53-1", tt.workerBits, id, err)
+		}
+		if _, err := l.Decompose(maxSafe + 1); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("%d worker bits: Decompose(2^53) error = %v, want %v", tt.workerBits, err, ErrInvalidID)
+		}
+		if p, err := l.Decompose(maxSafe); err != nil || p.TimestampMS != last || p.WorkerID != l.MaxWorkerID() || p.Sequence != l.MaxSequence() {
+			t.Errorf("%d worker bits: Decompose(2^53-1) = %+v, %v", tt.workerBits, p, err)
+		}
+	}
+	def, _ := NewLayout(time.Time{}, 0)
+	js, _ := NewJS53Layout(time.Time{}, 0)
+	if def.JS53() || def.IDBits() != 63 {
+		t.Errorf("the default layout: JS53 %v, IDBits %d, want false, 63", def.JS53(), def.IDBits())
+	}
+	if !js.End().Equal(def.End()) {
+		t.Errorf("JS53 End %v, default End %v: want the same", js.End(), def.End())
+	}
+	if err := js.CheckLifetime(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Errorf("JS53 CheckLifetime: %v", err)
+	}
+}
+
+// TestJS53ComposeExactBits: the fields of a JS53 ID, bit by bit.
+func TestJS53ComposeExactBits(t *testing.T) {
+	tests := []struct {
+		workerBits  int
+		elapsedMS   int64
+		worker, seq int64
+		want        int64
+	}{
+		{6, elapsed, 5, 7, elapsed<<12 | 5<<6 | 7},
+		{6, 1, 0, 0, 0x1000},
+		{6, 0, 1, 0, 0x40},
+		{6, 0, 0, 63, 63},
+		{8, elapsed, 0xAB, 0xC, 0x123456789ABC},
+		{1, 1<<41 - 1, 1, 2047, 1<<53 - 1},
+	}
+	for _, tt := range tests {
+		l, err := NewJS53Layout(time.Time{}, tt.workerBits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unixMS := defaultEpochMS + tt.elapsedMS
+		got, err := l.Compose(unixMS, tt.worker, tt.seq)
+		if err != nil || got != tt.want {
+			t.Errorf("bits %d: Compose(%d, %#x, %#x) = %#x, %v, want %#x", tt.workerBits, unixMS, tt.worker, tt.seq, got, err, tt.want)
+			continue
+		}
+		want := Parts{ID: tt.want, Time: time.UnixMilli(unixMS).UTC(), TimestampMS: unixMS, WorkerID: tt.worker, Sequence: tt.seq}
+		if p, err := l.Decompose(got); err != nil || p != want {
+			t.Errorf("bits %d: Decompose(%#x) = %+v, %v, want %+v", tt.workerBits, got, p, err, want)
 		}
 	}
 }

@@ -95,6 +95,13 @@ func testKeepsFirst(t *testing.T, ns leasetest.Namespace) {
 		{"layout-a", epoch + 86_400_000, 10, snowflake.ErrLayoutMismatch},
 		{"layout-b", epoch, 8, nil}, // clusters are independent
 		{"layout-b", epoch, 8, nil},
+		// A JS53 layout's record (leased: 100 + worker bits) is kept as
+		// any other, and refuses the default layout of the same worker
+		// bits, and the other way round.
+		{"layout-js", epoch, 106, nil},
+		{"layout-js", epoch, 106, nil},
+		{"layout-js", epoch, 6, snowflake.ErrLayoutMismatch},
+		{"layout-b", epoch, 108, snowflake.ErrLayoutMismatch},
 	} {
 		check(t, rec, c.cluster, c.epochMS, c.bits, c.want)
 	}

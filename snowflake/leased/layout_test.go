@@ -194,3 +194,63 @@ func TestCheckEachLease(t *testing.T) {
 		}
 	}
 }
+
+// recordOnce is a LayoutRecorder as the stores are: the first layout of a
+// cluster is recorded, another refused.
+type recordOnce map[string][2]int64
+
+func (r recordOnce) CheckLayout(_ context.Context, cluster string, epochMS int64, workerBits int) error {
+	want := [2]int64{epochMS, int64(workerBits)}
+	have, ok := r[cluster]
+	if !ok {
+		r[cluster] = want
+		return nil
+	}
+	if have != want {
+		return fmt.Errorf("cluster %q records %v, not %v: %w", cluster, have, want, snowflake.ErrLayoutMismatch)
+	}
+	return nil
+}
+
+// TestJS53LayoutRecord: a JS53 layout is recorded apart from every default
+// layout, so one cluster never mixes the two, whichever came first; a
+// record of before JS53 (epoch, worker bits 1..21) is a default layout's.
+func TestJS53LayoutRecord(t *testing.T) {
+	def6, _ := snowflake.NewLayout(time.Time{}, 6)
+	def10, _ := snowflake.NewLayout(time.Time{}, 10)
+	js6, _ := snowflake.NewJS53Layout(time.Time{}, 6)
+	js8, _ := snowflake.NewJS53Layout(time.Time{}, 8)
+	epochMS := def6.Epoch.UnixMilli()
+	cases := []struct {
+		name     string
+		recorded []snowflake.Layout
+		old      int // worker bits of a record an older version wrote; 0: none
+		then     snowflake.Layout
+		mismatch bool
+	}{
+		{"js53 after js53", []snowflake.Layout{js6}, 0, js6, false},
+		{"js53 after default, same worker bits", []snowflake.Layout{def6}, 0, js6, true},
+		{"default after js53, same worker bits", []snowflake.Layout{js6}, 0, def6, true},
+		{"js53 after js53 of other worker bits", []snowflake.Layout{js6}, 0, js8, true},
+		{"default after an old record", nil, 10, def10, false},
+		{"js53 after an old record", nil, 6, js6, true},
+	}
+	for _, c := range cases {
+		rec := recordOnce{}
+		if c.old != 0 {
+			rec["c"] = [2]int64{epochMS, int64(c.old)}
+		}
+		for _, l := range c.recorded {
+			if err := checkLayout(context.Background(), rec, "c", l); err != nil {
+				t.Fatalf("%s: recording %+v: %v", c.name, l, err)
+			}
+		}
+		err := checkLayout(context.Background(), rec, "c", c.then)
+		if got := errors.Is(err, snowflake.ErrLayoutMismatch); got != c.mismatch || (err != nil && !got) {
+			t.Errorf("%s: %v, want mismatch %v", c.name, err, c.mismatch)
+		}
+	}
+	if got := recordedWorkerBits(js6); got != 106 {
+		t.Errorf("a JS53 layout of 6 worker bits is recorded as %d, want 106", got)
+	}
+}
