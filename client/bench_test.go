@@ -117,17 +117,7 @@ func BenchmarkNext(b *testing.B) {
 // this machine's cores. It measures what one server feeds one tag of one
 // client; with ranges, that is mostly Next's own cost.
 func BenchmarkNextSustained(b *testing.B) {
-	srv := benchServer(b)
-	c, err := New(Config{URLs: []string{srv.URL}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	ctx := context.Background()
-	if _, err := c.Next(ctx, benchTag); err != nil {
-		b.Fatal(err)
-	}
-	rate := benchNext(b, ctx, c, false)
+	rate := benchSustained(b, false)
 	rates.mu.Lock()
 	rates.sustained = rate
 	rates.mu.Unlock()
@@ -137,6 +127,15 @@ func BenchmarkNextSustained(b *testing.B) {
 // goroutine taking IDs from an Unordered of its own: blocks of the tag's
 // buffer, one atomic add per block instead of one per ID.
 func BenchmarkUnorderedSustained(b *testing.B) {
+	rate := benchSustained(b, true)
+	rates.mu.Lock()
+	rates.unordered = rate
+	rates.mu.Unlock()
+}
+
+// benchSustained runs benchNext on a client of a fresh benchServer, its
+// buffer primed by one Next, and returns the rate.
+func benchSustained(b *testing.B, unordered bool) float64 {
 	srv := benchServer(b)
 	c, err := New(Config{URLs: []string{srv.URL}})
 	if err != nil {
@@ -147,10 +146,7 @@ func BenchmarkUnorderedSustained(b *testing.B) {
 	if _, err := c.Next(ctx, benchTag); err != nil {
 		b.Fatal(err)
 	}
-	rate := benchNext(b, ctx, c, true)
-	rates.mu.Lock()
-	rates.unordered = rate
-	rates.mu.Unlock()
+	return benchNext(b, ctx, c, unordered)
 }
 
 // benchNext is the timed part of the Next benchmarks: b.N calls of Next in
