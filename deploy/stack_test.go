@@ -30,28 +30,43 @@ const adminToken = "deploy-test-admin-token"
 
 // startInstance runs the binary as the image does (-config with the
 // shipped config.json, overrides from IDALLOC_*, the Redis protocol on and
-// an admin token set, as compose runs it), on an embedded store.
+// an admin token set, as compose runs it), on an embedded store, and waits
+// until it answers /health. The ports were free a moment before; when
+// another process took one in between (tests of other packages dial and
+// listen all the time), the instance exits saying so and starts again on
+// new ports.
 func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *instance {
 	t.Helper()
 	dir := subdir(t, tmp, name)
-	addr, respAddr := freeAddr(t), freeAddr(t)
-	env := append(withoutEnv(os.Environ(), "IDALLOC_HTTP_ADDR", "IDALLOC_RESP_ADDR", "IDALLOC_DRIVER", "IDALLOC_DSN", "IDALLOC_ADMIN_TOKEN"),
-		"IDALLOC_HTTP_ADDR="+addr,
-		"IDALLOC_RESP_ADDR="+respAddr,
-		"IDALLOC_DRIVER=sqlite",
-		"IDALLOC_DSN="+filepath.Join(dir, "idalloc.db"),
-		"IDALLOC_ADMIN_TOKEN="+adminToken,
-	)
-	p := g.start(t, name, dir, env, bin, "-config", filepath.Join(root, "config.json"))
-	return &instance{name: name, addr: addr, respAddr: respAddr, proc: p}
-}
-
-func (in *instance) waitHealthy(t *testing.T, within time.Duration) {
-	t.Helper()
-	in.proc.waitUntil(t, within, 100*time.Millisecond, " before answering /health", "not healthy on "+in.addr, func() bool {
-		st, _, err := in.get("/health")
-		return err == nil && st == http.StatusOK
-	})
+	for attempt := 1; ; attempt++ {
+		addr, respAddr := freeAddr(t), freeAddr(t)
+		env := append(withoutEnv(os.Environ(), "IDALLOC_HTTP_ADDR", "IDALLOC_RESP_ADDR", "IDALLOC_DRIVER", "IDALLOC_DSN", "IDALLOC_ADMIN_TOKEN"),
+			"IDALLOC_HTTP_ADDR="+addr,
+			"IDALLOC_RESP_ADDR="+respAddr,
+			"IDALLOC_DRIVER=sqlite",
+			"IDALLOC_DSN="+filepath.Join(dir, "idalloc.db"),
+			"IDALLOC_ADMIN_TOKEN="+adminToken,
+		)
+		p := g.start(t, fmt.Sprintf("%s-%d", name, attempt), dir, env, bin, "-config", filepath.Join(root, "config.json"))
+		in := &instance{name: name, addr: addr, respAddr: respAddr, proc: p}
+		deadline := time.Now().Add(45 * time.Second)
+		for {
+			if st, _, err := in.get("/health"); err == nil && st == http.StatusOK {
+				return in
+			}
+			if p.exited() {
+				if log := p.logTail(); attempt < 5 && strings.Contains(log, "address already in use") {
+					t.Logf("%s: a port was taken before it could listen; starting again on new ports", name)
+					break
+				}
+				t.Fatalf("%s exited (%v) before answering /health:\n%s", name, p.err, p.logTail())
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not healthy on %s after 45s:\n%s", name, addr, p.logTail())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 // get asks the instance directly, as an operator does: with the admin
