@@ -144,7 +144,7 @@ func gateSnowflake(ctx context.Context, cancel context.CancelCauseFunc, cfg conf
 		return func() {}, nil
 	}
 	layoutErr := func(err error) error {
-		return fmt.Errorf(`keys "snowflake.epoch"/"snowflake.worker_bits": %w`, err)
+		return fmt.Errorf(`keys "snowflake.layout"/"snowflake.epoch"/"snowflake.worker_bits": %w`, err)
 	}
 	gate := leased.LayoutGate{Layouts: p.layouts, Cluster: cfg.Snowflake.Cluster, Layout: p.source.Layout(), Logger: p.log}
 	stop, err := gate.Open(ctx,

@@ -42,8 +42,7 @@ func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, 
 		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
 	}
 	if have != want {
-		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this holder %d ms and %d: %w",
-			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, snowflake.ErrLayoutMismatch)
+		return snowflake.LayoutMismatch(cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits)
 	}
 	return nil
 }

@@ -166,9 +166,12 @@ func (s *Store) CheckLayout(ctx context.Context, cluster string, epochMS int64, 
 	if err != nil {
 		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
 	}
-	if have[0] != strconv.FormatInt(epochMS, 10) || have[1] != strconv.Itoa(workerBits) {
-		return fmt.Errorf("cluster %q uses epoch %s ms and %s worker bits, this holder %d ms and %d: %w",
-			cluster, have[0], have[1], epochMS, workerBits, snowflake.ErrLayoutMismatch)
+	n, err := parseInts(have)
+	if err != nil {
+		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
+	}
+	if n[0] != epochMS || n[1] != int64(workerBits) {
+		return snowflake.LayoutMismatch(cluster, n[0], int(n[1]), epochMS, workerBits)
 	}
 	return nil
 }

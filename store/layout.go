@@ -40,8 +40,7 @@ func (d *db) CheckLayout(ctx context.Context, cluster string, epochMS int64, wor
 		return fmt.Errorf("check layout of cluster %q: %w", cluster, err)
 	}
 	if have.EpochMS != epochMS || have.WorkerBits != workerBits {
-		return fmt.Errorf("cluster %q uses epoch %d ms and %d worker bits, this instance %d ms and %d: %w",
-			cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits, snowflake.ErrLayoutMismatch)
+		return snowflake.LayoutMismatch(cluster, have.EpochMS, have.WorkerBits, epochMS, workerBits)
 	}
 	return nil
 }

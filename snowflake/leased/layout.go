@@ -16,7 +16,7 @@ import (
 // workerlease.Store: leases know no generator.
 type LayoutRecorder interface {
 	// CheckLayout records cluster's layout (its epoch in Unix milliseconds
-	// and its worker bits, as recordedWorkerBits gives them) when none is
+	// and its worker bits, as snowflake.Layout.RecordedWorkerBits gives them) when none is
 	// recorded, and refuses another with
 	// an error wrapping snowflake.ErrLayoutMismatch. Any other error is a
 	// fault (the store unreachable; a table missing, named with its fix),
@@ -25,22 +25,7 @@ type LayoutRecorder interface {
 }
 
 func checkLayout(ctx context.Context, rec LayoutRecorder, cluster string, l snowflake.Layout) error {
-	return rec.CheckLayout(ctx, cluster, l.Epoch.UnixMilli(), recordedWorkerBits(l))
-}
-
-// js53Record is added to a JS53 layout's worker bits in the layout record
-// (docs/api.md §3), so that its record differs from any default layout's
-// (worker bits 1..21) with no new field in any store: a record written
-// before JS53 layouts existed is a default layout's, and a version that
-// knows no JS53 layout refuses a cluster that records one.
-const js53Record = 100
-
-// recordedWorkerBits is l's worker bits as the layout record holds them.
-func recordedWorkerBits(l snowflake.Layout) int {
-	if l.JS53() {
-		return js53Record + l.WorkerBits
-	}
-	return l.WorkerBits
+	return rec.CheckLayout(ctx, cluster, l.Epoch.UnixMilli(), l.RecordedWorkerBits())
 }
 
 // CheckEachLease returns the check a Keeper makes after each grant
