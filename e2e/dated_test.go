@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // datedRun is how long TestDatedMinutesTwoInstances loads its minute tag:
@@ -49,11 +47,7 @@ func TestDatedMinutesTwoInstances(t *testing.T) {
 	var insts []*instance
 	var respAddrs []string
 	for _, name := range []string{"a", "b"} {
-		port, err := freeport.Get()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
+		addr := loopbackAddr(t)
 		respAddrs = append(respAddrs, addr)
 		insts = append(insts, newInstance(t, env, name, dsn, config(map[string]any{"resp_addr": addr})))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/idalloc/idalloc/internal/freeport"
 	idallocv1 "github.com/idalloc/idalloc/proto/idalloc/v1"
 )
 
@@ -47,14 +45,7 @@ func TestFrontEndsTwoInstances(t *testing.T) {
 	var insts []*instance
 	respAddrs, grpcAddrs := map[string]string{}, map[string]string{}
 	for _, name := range []string{"a", "b"} {
-		var addrs [2]string
-		for i := range addrs {
-			port, err := freeport.Get()
-			if err != nil {
-				t.Fatal(err)
-			}
-			addrs[i] = "127.0.0.1:" + strconv.Itoa(port)
-		}
+		addrs := [2]string{loopbackAddr(t), loopbackAddr(t)}
 		respAddrs[name], grpcAddrs[name] = addrs[0], addrs[1]
 		insts = append(insts, newInstance(t, env, name, dsn, config(map[string]any{"resp_addr": addrs[0], "grpc_addr": addrs[1]})))
 	}

@@ -95,14 +95,10 @@ func startInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string
 // cleanup and the ends of its logs are shown when t failed.
 func newInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]any) *instance {
 	t.Helper()
-	port, err := freeport.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	in := &instance{
 		t: t, env: env, name: name, driver: "mysql", dsn: dsn,
-		addr:    "127.0.0.1:" + strconv.Itoa(port),
+		addr:    loopbackAddr(t),
 		cfgPath: filepath.Join(dir, name+".json"),
 	}
 	in.url = "http://" + in.addr
@@ -116,6 +112,17 @@ func newInstance(t *testing.T, env *suiteEnv, name, dsn string, cfg map[string]a
 	}
 	t.Cleanup(in.cleanup)
 	return in
+}
+
+// loopbackAddr is an address on 127.0.0.1 for a listener of an instance
+// (freeport: one this process has not handed out before).
+func loopbackAddr(t *testing.T) string {
+	t.Helper()
+	port, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // start starts a new incarnation and waits until it serves (/health 200),

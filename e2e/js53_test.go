@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/idalloc/idalloc/internal/freeport"
 	idallocv1 "github.com/idalloc/idalloc/proto/idalloc/v1"
 )
 
@@ -49,14 +48,7 @@ func TestJS53EveryFrontEnd(t *testing.T) {
 	}
 	var nodes []*node
 	for i, name := range []string{"a", "b"} {
-		var addrs [2]string
-		for j := range addrs {
-			port, err := freeport.Get()
-			if err != nil {
-				t.Fatal(err)
-			}
-			addrs[j] = "127.0.0.1:" + strconv.Itoa(port)
-		}
+		addrs := [2]string{loopbackAddr(t), loopbackAddr(t)}
 		in := newInstance(t, env, name, dsn, config(map[string]any{"resp_addr": addrs[0], "grpc_addr": addrs[1], "snowflake": js53}))
 		if err := in.start(i == 0); err != nil {
 			t.Fatal(err)

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // TestRespMaxPending: 60 Redis-protocol clients pipeline SNOWFLAKE 1000
@@ -32,11 +30,7 @@ func TestRespMaxPending(t *testing.T) {
 		minLoad = 10 * time.Second
 		maxLoad = 30 * time.Second
 	)
-	port, err := freeport.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	respAddr := "127.0.0.1:" + strconv.Itoa(port)
+	respAddr := loopbackAddr(t)
 	in := startInstance(t, env, "pending", env.db.newDatabase(t), config(map[string]any{
 		"resp_addr": respAddr, "snowflake": map[string]any{"enabled": true},
 	}), true)

@@ -9,13 +9,10 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // TestRespHalfSentCommandsDoNotHoldTheCap (docs/api.md §15): resp_max_conns
@@ -35,11 +32,7 @@ func TestRespHalfSentCommandsDoNotHoldTheCap(t *testing.T) {
 		slack      = 2 * time.Second
 	)
 	env := setup(t)
-	port, err := freeport.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	respAddr := "127.0.0.1:" + strconv.Itoa(port)
+	respAddr := loopbackAddr(t)
 	in := startInstance(t, env, "halfsent", env.db.newDatabase(t), config(map[string]any{
 		"resp_addr": respAddr, "resp_max_conns": capConns,
 	}), true)

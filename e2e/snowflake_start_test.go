@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/idalloc/idalloc/internal/freeport"
 )
 
 // Bounds of TestSnowflakeStartAnswers: how long the test holds the lease
@@ -66,11 +64,7 @@ func TestSnowflakeStartAnswers(t *testing.T) {
 	}
 	defer unlock()
 
-	port, err := freeport.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	respAddr := "127.0.0.1:" + strconv.Itoa(port)
+	respAddr := loopbackAddr(t)
 	in := newInstance(t, env, "a", dsn, config(map[string]any{
 		"resp_addr": respAddr,
 		"snowflake": map[string]any{"enabled": true, "cluster": "e2e", "worker_bits": 3,
