@@ -2,8 +2,6 @@ package grpcapi
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,16 +57,10 @@ func (p pinger) Ping(ctx context.Context) error { return p(ctx) }
 func start(tb testing.TB, o options) *instance {
 	tb.Helper()
 	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(tb.TempDir(), "idalloc.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	alloc, err := segment.New(ctx, st, segment.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	in := &instance{store: st, alloc: alloc, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
+	st, alloc := frontendtest.SQLiteDomain(tb)
+	in := &instance{store: st, alloc: alloc, reg: prometheus.NewRegistry()}
 	cfg := o.cfg
+	var err error
 	if cfg.Metrics, err = NewMetrics(in.reg); err != nil {
 		tb.Fatal(err)
 	}
@@ -76,11 +68,12 @@ func start(tb testing.TB, o options) *instance {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	keeper, source := frontendtest.StartLease(tb, svc)
+	_, source := frontendtest.StartLease(tb, svc)
 	guard, err := access.NewGuard(ctx, st, access.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { _ = guard.Close() })
 	if in.admin, err = access.NewAdmin(st, segment.ValidTag, guard, cfg.AdminToken); err != nil {
 		tb.Fatal(err)
 	}
@@ -91,32 +84,8 @@ func start(tb testing.TB, o options) *instance {
 	if in.srv, err = New(cfg, deps); err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	in.addr = ln.Addr().String()
-	sctx, cancel := context.WithCancel(ctx)
-	in.stop = cancel
-	go func() { in.served <- in.srv.Serve(sctx, ln, o.drain) }()
-	tb.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-in.served:
-			if err != nil {
-				tb.Errorf("Serve: %v", err)
-			}
-			in.served <- err // for a test that waits too
-		case <-time.After(o.drain + 30*time.Second):
-			tb.Errorf("Serve did not return after the drain")
-		}
-		_ = keeper.Close(ctx, source.LastTimestampMS())
-		_ = guard.Close()
-		if err := alloc.Close(ctx); err != nil {
-			tb.Errorf("close allocator: %v", err)
-		}
-		_ = st.Close()
-	})
+	s := frontendtest.ServeDraining(tb, in.srv, o.drain, nil)
+	in.addr, in.stop, in.served = s.Addr, s.Stop, s.Served
 	return in
 }
 

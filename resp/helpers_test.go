@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -60,25 +59,16 @@ type options struct {
 func start(tb testing.TB, o options) *instance {
 	tb.Helper()
 	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(tb.TempDir(), "idalloc.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	alloc, err := segment.New(ctx, st, segment.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	in := &instance{store: st, alloc: alloc, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
+	st, alloc := frontendtest.SQLiteDomain(tb)
+	in := &instance{store: st, alloc: alloc, reg: prometheus.NewRegistry()}
 	cfg := o.cfg
+	var err error
 	if cfg.Metrics, err = NewMetrics(in.reg); err != nil {
 		tb.Fatal(err)
 	}
 	deps := Deps{Segments: alloc}
-	var keeper *workerlease.Keeper
-	var source *leased.Source
 	if !o.noFlake {
-		keeper, source = startLease(tb, st)
-		deps.Snowflake = source
+		_, deps.Snowflake = startLease(tb, st)
 	}
 	if o.tokens {
 		guard, err := access.NewGuard(ctx, st, access.Config{})
@@ -94,36 +84,8 @@ func start(tb testing.TB, o options) *instance {
 	if in.srv, err = New(cfg, deps); err != nil {
 		tb.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	in.addr = ln.Addr().String()
-	if o.listen != nil {
-		ln = o.listen(ln)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	in.stop = cancel
-	go func() { in.served <- in.srv.Serve(sctx, ln, o.drain) }()
-	tb.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-in.served:
-			if err != nil {
-				tb.Errorf("Serve: %v", err)
-			}
-			in.served <- err // for a test that waits too
-		case <-time.After(o.drain + 30*time.Second):
-			tb.Errorf("Serve did not return after the drain")
-		}
-		if keeper != nil {
-			_ = keeper.Close(ctx, source.LastTimestampMS())
-		}
-		if err := alloc.Close(ctx); err != nil {
-			tb.Errorf("close allocator: %v", err)
-		}
-		_ = st.Close()
-	})
+	s := frontendtest.ServeDraining(tb, in.srv, o.drain, o.listen)
+	in.addr, in.stop, in.served = s.Addr, s.Stop, s.Served
 	return in
 }
 

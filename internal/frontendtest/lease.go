@@ -12,7 +12,8 @@ import (
 
 // StartLease takes a worker lease of svc with the real keeper and returns
 // it with its snowflake source once the source issues IDs, failing tb
-// after 10 s.
+// after 10 s. tb's cleanup closes the keeper, after the cleanups
+// registered later (a front end's).
 func StartLease(tb testing.TB, svc *workerlease.Service) (*workerlease.Keeper, *leased.Source) {
 	tb.Helper()
 	keeper, err := workerlease.NewKeeper(workerlease.KeeperConfig{Service: svc})
@@ -28,6 +29,7 @@ func StartLease(tb testing.TB, svc *workerlease.Service) (*workerlease.Keeper, *
 		tb.Fatal(err)
 	}
 	keeper.Start(context.Background())
+	tb.Cleanup(func() { _ = keeper.Close(context.Background(), source.LastTimestampMS()) })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		// ErrNoWorkerID until the lease is granted, ErrFenced until its
