@@ -1537,7 +1537,8 @@ const file_idalloc_v1_idalloc_proto_rawDesc = "" +
 	"\tUpdateTag\x12\x1c.idalloc.v1.UpdateTagRequest\x1a\x0f.idalloc.v1.Tag\x12N\n" +
 	"\x0fAcquireWorkerID\x12\".idalloc.v1.AcquireWorkerIDRequest\x1a\x17.idalloc.v1.WorkerLease\x12J\n" +
 	"\rRenewWorkerID\x12 .idalloc.v1.RenewWorkerIDRequest\x1a\x17.idalloc.v1.WorkerLease\x12Z\n" +
-	"\x0fReleaseWorkerID\x12\".idalloc.v1.ReleaseWorkerIDRequest\x1a#.idalloc.v1.ReleaseWorkerIDResponseB7Z5github.com/idalloc/idalloc/proto/idalloc/v1;idallocv1b\x06proto3"
+	"\x0fReleaseWorkerID\x12\".idalloc.v1.ReleaseWorkerIDRequest\x1a#.idalloc.v1.ReleaseWorkerIDResponseB]\n" +
+	"\x14io.github.idalloc.v1B\fIdallocProtoP\x01Z5github.com/idalloc/idalloc/proto/idalloc/v1;idallocv1b\x06proto3"
 
 var (
 	file_idalloc_v1_idalloc_proto_rawDescOnce sync.Once
