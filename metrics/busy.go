@@ -21,7 +21,8 @@ import (
 // 100,000 tags. It is taken when one of them asks and the last is older
 // than minSampleGap, so a flood of requests costs at most a pass a
 // second. It also sums the IDs buffered over every tag, the figure GET
-// /status heads its page with.
+// /status heads its page with, and keeps each tag's last minutes for the
+// monitor page's sparklines (history.go).
 //
 // It lives here, not in segment, because the metrics' choice of series
 // and the listings share its one rate window: a scrape and a listing in
@@ -42,8 +43,12 @@ type activity struct {
 
 // tagActivity is one tag at the last sample.
 type tagActivity struct {
-	issued int64   // IDs issued by this instance since it started
-	rate   float64 // IDs a second, lately
+	issued  int64   // IDs issued by this instance since it started
+	rate    float64 // IDs a second, lately
+	refills int64   // ranges received since it started
+	// hist is its last HistoryPoints steps (history.go); nil while it
+	// issued nothing and received nothing in them.
+	hist *history
 }
 
 const (
@@ -79,13 +84,28 @@ func (a *activity) sampleLocked() {
 	// What the rate before still weighs: the share of rateWindow the
 	// sample did not cover, decaying.
 	keep := math.Exp(-dt / rateWindow.Seconds())
+	from := now.Add(-now.Sub(prev)) // prev on the wall clock, for the histories
+	step := stepOf(now)
 	a.at = now
 	a.buffered = 0
 	for st := range a.seg.AllStats() {
-		old := a.tags[st.AppTag]
-		// The count never falls; max keeps the rate ≥ 0 for any Segments.
-		since := float64(max(st.Issued-old.issued, 0)) / dt
-		a.tags[st.AppTag] = tagActivity{issued: st.Issued, rate: since + keep*(old.rate-since)}
+		old, seen := a.tags[st.AppTag]
+		// The counts never fall; max keeps them ≥ 0 for any Segments.
+		ids, refills := max(st.Issued-old.issued, 0), max(st.Refills-old.refills, 0)
+		since := float64(ids) / dt
+		cur := tagActivity{issued: st.Issued, rate: since + keep*(old.rate-since), refills: st.Refills, hist: old.hist}
+		switch {
+		case ids > 0 || refills > 0:
+			if cur.hist == nil {
+				cur.hist = new(history)
+			}
+			cur.hist.add(from, now, ids, refills)
+		case cur.hist != nil && cur.hist.stale(step):
+			cur.hist = nil // idle for the whole window: its ring goes
+		}
+		if !seen || cur != old { // else a tag never busy, or idle for hours: nothing to write
+			a.tags[st.AppTag] = cur
+		}
 		a.buffered += st.Buffered
 	}
 }

@@ -4,7 +4,8 @@
 // lease, and per tag the IDs issued, buffered and the current step, at
 // most max_tag_series tags with series of their own (docs/api.md §13).
 // It also ranks tags busiest first, by the rate of IDs they issued
-// lately, for every front end's listings. Metric names, labels and help
+// lately, for every front end's listings, and keeps each tag's last five
+// minutes (History) for the monitor page. Metric names, labels and help
 // texts are the contract's; the front ends count their own wire.
 package metrics
 

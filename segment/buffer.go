@@ -137,6 +137,10 @@ type buffer struct {
 	// givenBack and wasted count IDs handed back on Close and IDs reserved
 	// but never to be issued (waste.go).
 	givenBack, wasted int64
+	// refills counts the ranges received and queued: the double buffer's
+	// refills (TagStats.Refills). A dated tag's period buffers count
+	// theirs on the tag's buffer (owner).
+	refills int64
 }
 
 // fetchTrouble is a buffer's state while its fetches fail.

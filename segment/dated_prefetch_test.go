@@ -171,13 +171,24 @@ func TestDatedSnapshot(t *testing.T) {
 		got.Issued != want.Issued || got.Counter != want.Counter || got.Left != want.Left || got.NextPrefetched != 0 {
 		t.Errorf("Period = %+v, want %+v", got, want)
 	}
-	if snap.Issued != 3 || snap.Buffered != 17 || snap.CurrentLeft != 7 || snap.Prefetched != 10 || snap.MaxID != 20 || snap.RowStep != 10 {
-		t.Errorf("snapshot %+v, want 3 issued, 17 buffered (7 + 10), max_id 20, row step 10", snap)
+	if snap.Issued != 3 || snap.Buffered != 17 || snap.CurrentLeft != 7 || snap.Prefetched != 10 || snap.MaxID != 20 || snap.RowStep != 10 ||
+		snap.Refills != 2 {
+		t.Errorf("snapshot %+v, want 3 issued, 17 buffered (7 + 10), max_id 20, row step 10, 2 refills", snap)
 	}
 	if got := statsOf(t, a, "d").Period; got.Counter != 20 || got.Issued != 3 {
 		t.Errorf("Stats' period %+v, want the snapshot's", got)
 	}
 	if bs := snapshotOf(t, b, "d").Period; bs.Counter != 30 || bs.Issued != 1 {
 		t.Errorf("b's period %+v, want counter 30, 1 issued", bs)
+	}
+
+	// The next period's buffer is new; the tag's refills go on from the
+	// last period's.
+	clock.Set(utc(2026, 11, 26, 11, 0, 0, 0))
+	if _, err := a.Next(ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotOf(t, a, "d"); got.Period.Stamp != 2026112611 || got.Refills < 3 {
+		t.Errorf("in the next period: stamp %d, %d refills; want 2026112611, at least 3 (2 of the period before)", got.Period.Stamp, got.Refills)
 	}
 }

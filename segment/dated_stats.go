@@ -44,7 +44,7 @@ func (d *datedTag) snapshot() TagSnapshot {
 	}
 	h := d.head
 	h.mu.Lock()
-	snap.GivenBack, snap.Wasted = h.givenBack, h.wasted
+	snap.GivenBack, snap.Wasted, snap.Refills = h.givenBack, h.wasted, h.refills
 	h.mu.Unlock()
 	snap.AppTag, snap.Format, snap.Length = h.tag, h.kind.format, h.kind.length
 	snap.Issued += d.issued

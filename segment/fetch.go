@@ -223,6 +223,7 @@ func (b *buffer) receivedLocked(ask fetchAsk, got fetchGot) (late int64) {
 		// once. One fetched again is in use, and its ranges are padded
 		// against contention.
 		b.queueLocked(newSpan(got.lo, got.hi, got.f.MaxID, b.step != 0))
+		b.countRefillLocked()
 	}
 	b.highWater = got.f.MaxID
 	// The adaptive step counts the region's IDs, as the row's step does
@@ -238,6 +239,20 @@ func (b *buffer) receivedLocked(ask fetchAsk, got fetchGot) (late int64) {
 	}
 	b.trouble = nil
 	return late
+}
+
+// countRefillLocked counts a range queued on b's owner: b itself, whose mu
+// is held, or a dated tag's buffer, whose mu comes after a period
+// buffer's (datedTag's lock order).
+func (b *buffer) countRefillLocked() {
+	o := b.owner()
+	if o == b {
+		b.refills++
+		return
+	}
+	o.mu.Lock()
+	o.refills++
+	o.mu.Unlock()
 }
 
 // waitRetry waits before the next attempt: backoff with equal jitter,

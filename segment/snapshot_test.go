@@ -49,7 +49,7 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	}
 	got := snapshotOf(t, a, "t")
 	want := segment.TagSnapshot{
-		TagStats:    segment.TagStats{AppTag: "t", Format: segment.FormatSequential, Buffered: 999, Step: 1000, Issued: 1},
+		TagStats:    segment.TagStats{AppTag: "t", Format: segment.FormatSequential, Buffered: 999, Step: 1000, Issued: 1, Refills: 1},
 		CurrentLeft: 999, CurrentSize: 1000, RowStep: 1000, MaxID: 1000,
 		LastFetch: start.Add(15 * time.Millisecond), LastFetchTook: 15 * time.Millisecond,
 	}
@@ -69,8 +69,8 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 	alloctest.WaitFor(t, func() bool { s := snapshotOf(t, a, "t"); return s.Prefetched > 0 && !s.Fetching })
 	got = snapshotOf(t, a, "t")
 	if got.CurrentLeft != 899 || got.Prefetched != 2000 || got.Buffered != 2899 || got.Step != 2000 ||
-		got.RowStep != 1000 || got.MaxID != 3000 || got.Issued != 101 || got.Failing {
-		t.Fatalf("with a prefetched segment got %+v, want 899 left of 1000, 2000 prefetched, step 2000, max_id 3000", got)
+		got.RowStep != 1000 || got.MaxID != 3000 || got.Issued != 101 || got.Refills != 2 || got.Failing {
+		t.Fatalf("with a prefetched segment got %+v, want 899 left of 1000, 2000 prefetched, step 2000, max_id 3000, 2 refills", got)
 	}
 
 	fs.failing.Store(true)
@@ -78,8 +78,8 @@ func TestSnapshotFollowsTheDoubleBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	alloctest.WaitFor(t, func() bool { return snapshotOf(t, a, "t").Failing })
-	if got := snapshotOf(t, a, "t"); got.Buffered != 0 || got.CurrentLeft != 0 || got.CurrentSize != 2000 || got.MaxID != 3000 {
-		t.Errorf("spent with the store down got %+v, want nothing left of the 2000-ID segment, max_id still 3000", got)
+	if got := snapshotOf(t, a, "t"); got.Buffered != 0 || got.CurrentLeft != 0 || got.CurrentSize != 2000 || got.MaxID != 3000 || got.Refills != 2 {
+		t.Errorf("spent with the store down got %+v, want nothing left of the 2000-ID segment, max_id still 3000, no failed fetch a refill", got)
 	}
 }
 

@@ -18,6 +18,10 @@ type TagStats struct {
 	Issued    int64  // IDs handed out by this allocator since it started
 	GivenBack int64  // IDs returned to the store on Close
 	Wasted    int64  // IDs reserved and never to be issued, every WasteReason
+	// Refills counts the ranges this allocator received from the store
+	// and queued since it started: its double buffer's refills, every
+	// period's for a dated tag.
+	Refills int64
 	// Period is a dated tag's current period; zero for other formats.
 	Period PeriodStats
 }
@@ -69,5 +73,6 @@ func (b *buffer) stats() TagStats {
 func (b *buffer) statsLocked() TagStats {
 	s := b.cur.Load()
 	return TagStats{AppTag: b.tag, Format: b.kind.format, Length: b.kind.length, Step: b.step,
-		Buffered: s.left() + b.queuedLocked(), Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted}
+		Buffered: s.left() + b.queuedLocked(), Issued: b.retired + s.size() - s.left(), GivenBack: b.givenBack, Wasted: b.wasted,
+		Refills: b.refills}
 }

@@ -55,8 +55,8 @@ type fakeSegments struct {
 	tagsMu sync.Mutex
 	tags   map[string]segment.Tag
 	// issued is a tag's IDs issued when set (setIssued); the counter
-	// above otherwise.
-	issued map[string]int64
+	// above otherwise. refills is its ranges received (setRefills).
+	issued, refills map[string]int64
 	// snapshots counts Snapshot's calls: a listing reads its page only.
 	snapshots atomic.Int64
 }
@@ -169,7 +169,18 @@ func (f *fakeSegments) statsOf(tag string) segment.TagStats {
 	if !ok {
 		n = f.next.Load()
 	}
-	return segment.TagStats{AppTag: tag, Format: segment.FormatSequential, Buffered: 42, Step: 2000, Issued: n}
+	return segment.TagStats{AppTag: tag, Format: segment.FormatSequential, Buffered: 42, Step: 2000, Issued: n,
+		Refills: f.refills[tag]}
+}
+
+// setRefills makes tag's ranges received n.
+func (f *fakeSegments) setRefills(tag string, n int64) {
+	f.tagsMu.Lock()
+	defer f.tagsMu.Unlock()
+	if f.refills == nil {
+		f.refills = map[string]int64{}
+	}
+	f.refills[tag] = n
 }
 
 // AllStats yields every tag's figures, from a copy: a test may change

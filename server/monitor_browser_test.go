@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,13 +29,15 @@ import (
 )
 
 // monitorRig is a real server on a real SQLite store, as main wires it,
-// served over TCP for a browser; the store can be stopped.
+// served over TCP for a browser; the store can be stopped, and the
+// metrics' clock (rates and histories) moved ahead of the real one.
 type monitorRig struct {
 	srv   *Server
 	store *storefault.Stoppable
 	url   string
 	lease workerlease.Lease
 	seen  *seenRequests
+	ahead atomic.Int64 // how far the metrics' clock is ahead, in ns
 }
 
 // seenRequests records what the browser sent, to prove what the page does
@@ -104,7 +107,7 @@ func newMonitorRig(t *testing.T, adminToken string, withSnowflake bool) *monitor
 		}
 		deps.Snowflake, deps.Leases, deps.OwnLease = src, svc, keeper
 	}
-	watch(t, obs, deps, metrics.Sources{})
+	watch(t, obs, deps, metrics.Sources{Now: func() time.Time { return time.Now().Add(time.Duration(rg.ahead.Load())) }})
 	srv, err := New(Config{AdminToken: adminToken, Observer: obs, Metrics: mustMetrics(t, reg), Gatherer: reg, HealthInterval: 100 * time.Millisecond}, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +153,7 @@ func TestMonitorInBrowser(t *testing.T) {
 	t.Run("follows the instance", func(t *testing.T) { testMonitorFollows(t, browser, dir) })
 	t.Run("asks for the admin token", func(t *testing.T) { testMonitorLogin(t, browser, dir) })
 	t.Run("filters, pages and ranks the busiest", func(t *testing.T) { testMonitorPages(t, browser, dir) })
+	t.Run("reads at a glance", func(t *testing.T) { testMonitorAtAGlance(t, browser, dir) })
 }
 
 func testMonitorFollows(t *testing.T, browser context.Context, dir string) {
@@ -177,7 +181,7 @@ func testMonitorFollows(t *testing.T, browser context.Context, dir string) {
 		rg.get(t, "/alloc?app_tag=test_business&count=1000")
 	}
 	tb.waitFor("the prefetched segment", buffered+`.endsWith("next 200,000") && `+issued+` === "10,001"`)
-	tb.waitFor("an IDs/s figure", cellJS("test_business", "c-rate")+` !== "–"`)
+	tb.waitFor("an IDs/s figure", cellJS("test_business", "c-rate-now")+` !== "–"`)
 	if got := tb.eval(cellJS("test_business", "c-maxid")); got != "300,000" {
 		t.Errorf("max_id cell = %q, want 300,000", got)
 	}

@@ -6,8 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/idalloc/idalloc/metrics"
 )
 
 func getAsset(tb testing.TB, h http.Handler, path string, headers ...string) *httptest.ResponseRecorder {
@@ -96,6 +100,84 @@ func TestAcceptsGzip(t *testing.T) {
 	} {
 		if got := acceptsGzip(ae); got != want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", ae, got, want)
+		}
+	}
+}
+
+// TestStatusHistory: /status carries each tag's last five minutes for the
+// page's sparklines (docs/api.md §10): the steps' length and where they
+// end, once for the page, and per tag its IDs a second and refills in
+// each whole step, or null when it has none, with its refills in all.
+// The step under way is not shown until it ends.
+func TestStatusHistory(t *testing.T) {
+	rg := newRig(t, nil)
+	rg.freeze()
+	clock := rg.clock.Load()
+	t0 := time.Now().Truncate(metrics.HistoryStep).Add(time.Minute)
+	clock.Set(t0)
+	history := func(when string) (map[string]any, map[string]map[string]any) {
+		t.Helper()
+		got := rg.do(t, "GET", "/status", "", adminAuth...)
+		if got.status != 200 {
+			t.Fatalf("%s: %d %s", when, got.status, got.raw)
+		}
+		tags := map[string]map[string]any{}
+		for _, v := range got.body["tags"].([]any) {
+			tag := v.(map[string]any)
+			tags[tag["app_tag"].(string)] = tag
+		}
+		return got.body, tags
+	}
+	const idle = "order and test_business idle"
+	body, tags := history(idle)
+	if body["history_step_seconds"] != 10.0 || body["history_ends_at"] != t0.UTC().Format(timeLayout) {
+		t.Errorf("%s: history_step_seconds %v, history_ends_at %v; want 10, %s", idle, body["history_step_seconds"], body["history_ends_at"], t0.UTC().Format(timeLayout))
+	}
+	for name, tag := range tags {
+		if h, ok := tag["history"]; !ok || h != nil || tag["refills"] != "0" {
+			t.Errorf("%s: %s has history %v (present %v), refills %v; want null, 0", idle, name, h, ok, tag["refills"])
+		}
+	}
+
+	rg.seg.setIssued("order", 50)
+	rg.seg.setRefills("order", 1)
+	clock.Add(5 * time.Second)
+	if _, tags := history("within the step"); tags["order"]["history"] != nil || tags["order"]["refills"] != "1" {
+		t.Errorf("within the step: order's history %v, refills %v; want null (the step under way is not shown), 1",
+			tags["order"]["history"], tags["order"]["refills"])
+	}
+
+	clock.Add(10 * time.Second)
+	body, tags = history("the step ended")
+	if want := t0.Add(metrics.HistoryStep).UTC().Format(timeLayout); body["history_ends_at"] != want {
+		t.Errorf("history_ends_at %v, want %s", body["history_ends_at"], want)
+	}
+	h, _ := tags["order"]["history"].(map[string]any)
+	rates, _ := h["ids_per_second"].([]any)
+	refills, _ := h["refills"].([]any)
+	wantRates := make([]any, metrics.HistoryPoints)
+	wantRefills := make([]any, metrics.HistoryPoints)
+	for i := range wantRates {
+		wantRates[i], wantRefills[i] = 0.0, 0.0
+	}
+	wantRates[len(wantRates)-1], wantRefills[len(wantRefills)-1] = 5.0, 1.0 // 50 IDs in 10 s
+	if !slices.Equal(rates, wantRates) || !slices.Equal(refills, wantRefills) {
+		t.Errorf("order's history %v, want ids_per_second %v and refills %v", h, wantRates, wantRefills)
+	}
+	if tags["test_business"]["history"] != nil {
+		t.Errorf("test_business, idle, has history %v, want null", tags["test_business"]["history"])
+	}
+}
+
+// TestAppendRate: a step's rate as /status writes it: whole from 100 up,
+// three significant digits below, so a trickle spread over minutes shows.
+func TestAppendRate(t *testing.T) {
+	for r, want := range map[float64]string{
+		0: "0", 5: "5", 0.5: "0.5", 42.345: "42.3", 99.94: "99.9", 100: "100", 1234.5: "1235",
+		1.0 / 300: "0.00333", 2_000_000.4: "2000000",
+	} {
+		if got := string(appendRate(nil, r)); got != want {
+			t.Errorf("appendRate(%v) = %s, want %s", r, got, want)
 		}
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"compress/gzip"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/idalloc/idalloc/metrics"
 	"github.com/idalloc/idalloc/segment"
 	"github.com/idalloc/idalloc/workerlease"
 )
@@ -21,7 +23,8 @@ import (
 // the lease keeper, the drift counters), so a page left open costs the
 // store nothing, and the server what the page holds, with no allocation
 // per tag (BenchmarkStatus), plus at most one pass over every tag a
-// second (metrics.Observer) for the IDs buffered in all and busiest first.
+// second (metrics.Observer) for the IDs buffered in all, busiest first and
+// each tag's last five minutes (its history, which the page draws).
 //
 // The answer is docs/api.md §10's. Every value that counts or names IDs
 // is a JSON string of digits (JavaScript's numbers lose precision above
@@ -122,6 +125,15 @@ func (s *Server) appendStatus(b []byte, now time.Time, p *segment.Page, snaps []
 	b = append(b, `,"draining":`...)
 	b = strconv.AppendBool(b, s.draining.Load())
 	b = appendIntField(b, "buffered", s.obs.TotalBuffered())
+	end := s.obs.HistoryEnd()
+	b = append(b, `,"history_step_seconds":`...)
+	b = strconv.AppendInt(b, int64(metrics.HistoryStep/time.Second), 10)
+	b = append(b, `,"history_ends_at":`...)
+	if end.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = appendTime(b, end)
+	}
 	b = s.appendSnowflake(append(b, `,"snowflake":`...), now)
 	b = appendPageFields(b, p)
 	b = append(b, `,"tags":[`...)
@@ -129,13 +141,14 @@ func (s *Server) appendStatus(b []byte, now time.Time, p *segment.Page, snaps []
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = s.appendTagStatus(b, &snaps[i])
+		b = s.appendTagStatus(b, &snaps[i], end)
 	}
 	return append(b, "]}"...)
 }
 
-// appendTagStatus appends one tag's object.
-func (s *Server) appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
+// appendTagStatus appends one tag's object, its history the steps before
+// end.
+func (s *Server) appendTagStatus(b []byte, t *segment.TagSnapshot, end time.Time) []byte {
 	b = append(b, `{"app_tag":`...)
 	b = appendString(b, t.AppTag)
 	b = append(b, `,"format":`...)
@@ -164,8 +177,49 @@ func (s *Server) appendTagStatus(b []byte, t *segment.TagSnapshot) []byte {
 	b = strconv.AppendBool(b, t.Fetching)
 	b = append(b, `,"fetch_failing":`...)
 	b = strconv.AppendBool(b, t.Failing)
+	b = appendIntField(b, "refills", t.Refills)
+	b = s.appendHistory(b, t.AppTag, end)
 	b = s.appendDatedStatus(b, t)
 	return append(b, '}')
+}
+
+// appendHistory appends a tag's history: its IDs a second and its refills
+// in each step before end, oldest first, or null when it issued nothing
+// and received no range in them.
+func (s *Server) appendHistory(b []byte, tag string, end time.Time) []byte {
+	b = append(b, `,"history":`...)
+	h, ok := s.obs.History(tag, end)
+	if !ok {
+		return append(b, "null"...)
+	}
+	b = append(b, `{"ids_per_second":[`...)
+	for i, n := range h.IDs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendRate(b, float64(n)/metrics.HistoryStep.Seconds())
+	}
+	b = append(b, `],"refills":[`...)
+	for i, n := range h.Refills {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(n), 10)
+	}
+	return append(b, "]}"...)
+}
+
+// appendRate appends a rate of IDs a second: whole from 100 up, else to
+// three significant digits, so that a trickle spread over minutes is not
+// shown as 0.
+func appendRate(b []byte, r float64) []byte {
+	switch {
+	case r == 0: // most steps of most tags: no float formatting
+		return append(b, '0')
+	case r >= 100:
+		return strconv.AppendFloat(b, math.Round(r), 'f', 0, 64)
+	}
+	return strconv.AppendFloat(b, r, 'g', 3, 64)
 }
 
 // appendSnowflake appends the snowflake object: issued IDs and drift
@@ -206,6 +260,8 @@ func (s *Server) appendSnowflake(b []byte, now time.Time) []byte {
 	b = appendTime(b, l.ExpiresAt)
 	b = append(b, `,"seconds_left":`...)
 	b = strconv.AppendFloat(b, s.own.SecondsLeft(now), 'f', 1, 64)
+	b = append(b, `,"ttl_seconds":`...)
+	b = strconv.AppendFloat(b, s.leases.TTL().Seconds(), 'f', 1, 64)
 	// A grant the store had no record of issues nothing until any holder
 	// it may have forgotten has fenced itself.
 	var opens time.Duration

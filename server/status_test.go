@@ -31,7 +31,7 @@ func (f *fakeSegments) Snapshot(tag string) (segment.TagSnapshot, bool) {
 
 // idFields are the tag fields that carry int64 values, as strings.
 var idFields = []string{"step", "current_step", "buffered", "current_left", "current_size", "prefetched",
-	"issued", "max_id", "given_back", "wasted"}
+	"issued", "max_id", "given_back", "wasted", "refills"}
 
 var digits = regexp.MustCompile(`^-?[0-9]+$`)
 
@@ -86,7 +86,7 @@ func TestStatusShape(t *testing.T) {
 	}
 	lease := sf["lease"].(map[string]any)
 	if lease["held"] != true || lease["cluster"] != "default" || lease["worker_id"] != 7.0 || lease["max_worker_id"] != 1023.0 ||
-		lease["expires_at"] != "2026-11-21T10:00:30.123Z" || lease["seconds_left"] != 12.5 {
+		lease["expires_at"] != "2026-11-21T10:00:30.123Z" || lease["seconds_left"] != 12.5 || lease["ttl_seconds"] != 30.0 {
 		t.Errorf("lease: got %v", lease)
 	}
 	if strings.Contains(got.raw, "token") || strings.Contains(got.raw, rg.leases.lease.Token) {

@@ -7,7 +7,8 @@
 // seeded tag only, one given the tags by one bulk create through the store
 // (CreateTags: a transaction per thousand), and takes one ID of every
 // tag, and as many of the other's one tag, so that both served the same
-// requests. It then samples both processes' resident memory (VmRSS, VmHWM) every
+// requests, and asks each for GET /status once, as a monitor page would
+// (every tag then holds its last minutes' history). It then samples both processes' resident memory (VmRSS, VmHWM) every
 // second over a minute of idle serving (IDALLOC_TEST_MANY_TAGS_IDLE=30s
 // shortens it), tag-list reloads included (every segment.tag_refresh,
 // 10s; IDALLOC_TEST_MANY_TAGS_REFRESH=2s makes a full reload, every 30th, fall

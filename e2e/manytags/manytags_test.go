@@ -115,6 +115,10 @@ func measure(t *testing.T, bin string, d storetest.Driver, n int, window time.Du
 	takeIDs(t, one, n, func(int) string { return "test_business" })
 	oneTagTook := time.Since(began)
 	many.alloc(t, "test_business", true)
+	// A monitor page looks once: from then on every tag that took an ID
+	// holds its history (the sparkline's five minutes) through the window.
+	one.get(t, "/status", "")
+	many.get(t, "/status", "")
 
 	// Idle serving: nothing asked, tag-list reloads every tag_refresh.
 	var peakOne, peakMany, lateOne, lateMany int64 // late: over the window's second half

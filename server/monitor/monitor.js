@@ -31,6 +31,11 @@
   const nf = new Intl.NumberFormat("en-US");
   const big = (s) => { try { return BigInt(s); } catch { return 0n; } };
   const group = (s) => nf.format(big(s));
+  // count is a count of IDs or events in words when there is none: a bare
+  // 0 reads as a figure missing.
+  const count = (s, none) => big(s) === 0n ? none : group(s);
+  const SVG = "http://www.w3.org/2000/svg";
+  const NBSP = "\u00a0"; // between a figure and its unit: never a line apart
 
   function setText(el, text) {
     if (el.textContent !== text) el.textContent = text;
@@ -139,10 +144,10 @@
     setText($("store"), s.store_reachable ? "reachable" : "unreachable");
     $("store").className = s.store_reachable ? "" : "bad";
     setText($("drain"), s.draining ? "draining" : "no");
-    setText($("total"), group(s.buffered));
+    setText($("total"), count(s.buffered, "none"));
     const now = Date.parse(s.now);
     setText($("updated"), new Date(now).toLocaleTimeString());
-    renderTags(s.tags, now);
+    renderTags(s.tags, now, historyOf(s));
     renderPager(s);
     renderSnowflake(s.snowflake);
   }
@@ -158,14 +163,14 @@
     $("prev").disabled = view.afters.length === 1;
     const from = (view.afters.length - 1) * PAGE;
     setText($("page-info"), shown === 0 ? "" : nf.format(from + 1) + "–" + nf.format(from + shown) + " of " + nf.format(s.total));
-    setText($("tag-count"), "(" + nf.format(s.total) + (view.prefix ? " starting with " + view.prefix : "") + ")");
+    setText($("tag-count"), s.total === 0 ? "" : "(" + nf.format(s.total) + (view.prefix ? " starting with " + view.prefix : "") + ")");
     setText($("no-tags"), view.prefix ? "No tag starts with " + view.prefix + "." : "No tags yet: create one with POST /tags.");
     $("no-tags").hidden = s.total > 0;
   }
 
   const COLS = [
     ["tag", "Tag"], ["format", "Format"], ["buffered", "Buffered"], ["step", "Step / current"],
-    ["issued", "Issued"], ["rate", "IDs/s"], ["maxid", "max_id"], ["fetch", "Last fetch"], ["waste", "Given back / wasted"],
+    ["issued", "Issued"], ["rate", "IDs/s, last 5 min"], ["maxid", "max_id"], ["fetch", "Last fetch"], ["waste", "Given back / wasted"],
   ];
   const NUMERIC = new Set(["step", "issued", "rate", "maxid", "waste"]);
 
@@ -180,9 +185,12 @@
       tr.appendChild(td);
       cells[key] = td;
     }
+    // A long name is cut with an ellipsis, never broken: the whole of it
+    // is its title.
     const name = document.createElement("span");
     name.className = "tag";
     name.textContent = tag;
+    name.title = tag;
     cells.tag.appendChild(name);
 
     // The format, and a dated tag's shape and current period under it.
@@ -223,7 +231,91 @@
     const fetch = document.createElement("div");
     fetch.append(cells.fetchWhen, cells.fetchSub);
     cells.fetch.appendChild(fetch);
+
+    // The rate now, the last minutes' as a sparkline, the refills under it.
+    cells.rateNow = document.createElement("span");
+    cells.rateNow.className = "c-rate-now";
+    cells.spark = makeSpark();
+    cells.refills = document.createElement("span");
+    cells.refills.className = "sub c-refills";
+    const rate = document.createElement("div");
+    rate.append(cells.rateNow, cells.spark.svg, cells.refills);
+    cells.rate.appendChild(rate);
+
+    // max_id, and before this instance's first fetch the row's under it.
+    cells.maxMain = document.createElement("span");
+    cells.maxMain.className = "c-maxid-main";
+    cells.maxSub = document.createElement("span");
+    cells.maxSub.className = "sub c-maxid-sub";
+    const maxid = document.createElement("div");
+    maxid.append(cells.maxMain, cells.maxSub);
+    cells.maxid.appendChild(maxid);
     return { tr, cells };
+  }
+
+  // A sparkline: an inline SVG of SPARK_W × SPARK_H user units, the rate
+  // as a line over a filled area, each step with a refill marked by a
+  // tick under it. Drawn by this script: no library, nothing fetched.
+  const SPARK_W = 120, SPARK_H = 28, SPARK_LINE = 22;
+
+  function makeSpark() {
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("class", "spark");
+    svg.setAttribute("viewBox", "0 0 " + SPARK_W + " " + SPARK_H);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    const title = document.createElementNS(SVG, "title");
+    const area = document.createElementNS(SVG, "path");
+    area.setAttribute("class", "spark-area");
+    const line = document.createElementNS(SVG, "path");
+    line.setAttribute("class", "spark-line");
+    const ticks = document.createElementNS(SVG, "path");
+    ticks.setAttribute("class", "spark-refill");
+    svg.append(title, area, line, ticks);
+    return { svg, title, area, line, ticks, key: "" };
+  }
+
+  // historyOf is what every row's sparkline shares: how long a step is,
+  // and when the last one ended.
+  function historyOf(s) {
+    return { step: s.history_step_seconds || 10, ends: s.history_ends_at ? Date.parse(s.history_ends_at) : 0 };
+  }
+
+  const fmtRate = (r) => r === 0 ? "idle" : r < 0.1 ? "<" + NBSP + "0.1" : r < 10 ? r.toFixed(1) : nf.format(Math.round(r));
+
+  // drawSpark draws a tag's history (null: nothing issued nor refilled in
+  // the window) and returns its refills in all.
+  function drawSpark(sp, h, hist) {
+    const rates = h ? h.ids_per_second : [];
+    const refills = h ? h.refills : [];
+    const n = Math.max(rates.length, 1);
+    const key = hist.ends + "|" + rates.join() + "|" + refills.join();
+    let total = 0;
+    for (const r of refills) total += r;
+    if (key === sp.key) return total;
+    sp.key = key;
+    const peak = Math.max(0, ...rates);
+    const dx = SPARK_W / n;
+    let line = "";
+    rates.forEach((r, i) => {
+      const y = peak > 0 ? SPARK_LINE - (r / peak) * (SPARK_LINE - 2) : SPARK_LINE;
+      line += (i ? " L" : "M") + (i * dx).toFixed(1) + " " + y.toFixed(1) + " H" + ((i + 1) * dx).toFixed(1);
+    });
+    if (!line) line = "M0 " + SPARK_LINE + " H" + SPARK_W;
+    sp.line.setAttribute("d", line);
+    sp.area.setAttribute("d", peak > 0 ? line + " V" + SPARK_LINE + " H0 Z" : "");
+    let ticks = "";
+    refills.forEach((c, i) => { if (c > 0) ticks += "M" + ((i + 0.5) * dx).toFixed(1) + " " + (SPARK_LINE + 1) + " V" + SPARK_H; });
+    sp.ticks.setAttribute("d", ticks);
+    sp.svg.classList.toggle("spark-idle", peak === 0);
+    const mins = Math.round(n * hist.step / 60);
+    const to = hist.ends ? " to " + new Date(hist.ends).toLocaleTimeString() : "";
+    const text = peak === 0 ? "no ID issued in the last " + mins + " min" + to :
+      "IDs/s over the last " + mins + " min" + to + ", " + hist.step + " s a step: peak " + fmtRate(peak) +
+      (total ? ", " + total + (total === 1 ? " refill" : " refills") : "");
+    sp.title.textContent = text;
+    sp.svg.setAttribute("aria-label", text);
+    return total;
   }
 
   function pct(part, whole) {
@@ -232,19 +324,22 @@
     return Number((big(part) * 1000n) / w) / 10 + "%";
   }
 
+  // span is a duration in words, its two largest units, without a unit
+  // that is 0 ("2 min", not "2 min 0 s").
+  function span(s) {
+    const parts = s < 60 ? [[s, "s"]] : s < 3600 ? [[Math.floor(s / 60), "min"], [s % 60, "s"]] :
+      s < 172800 ? [[Math.floor(s / 3600), "h"], [Math.floor((s % 3600) / 60), "min"]] : [[Math.floor(s / 86400), "days"]];
+    return parts.filter(([n], i) => i === 0 || n > 0).map(([n, u]) => n + NBSP + u).join(" ");
+  }
+
   function ago(ms) {
     const s = Math.max(0, Math.round(ms / 1000));
-    if (s < 60) return s + " s ago";
-    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s ago";
-    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min ago";
+    return s === 0 ? "just now" : span(s) + " ago";
   }
 
   function until(ms) {
     const s = Math.max(0, Math.round(ms / 1000));
-    if (s < 60) return s + " s";
-    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
-    if (s < 172800) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
-    return Math.floor(s / 86400) + " days";
+    return s === 0 ? "under a second" : span(s);
   }
 
   // A dated tag's IDs (docs/api.md §11): prefix, separator, stamp, separator,
@@ -261,7 +356,7 @@
     if (!p) return "no ID yet in this instance";
     const ends = Date.parse(p.ends_at);
     const when = now < ends ? "ends in " + until(ends - now) : "ended; the next ID starts the next";
-    return "period " + p.stamp + ": " + group(p.issued) + " issued here, " + group(p.left) + " left · " + when;
+    return "period " + p.stamp + ": " + count(p.issued, "none") + " issued here, " + count(p.left, "none") + " left · " + when;
   }
 
   function renderFormat(c, t, now) {
@@ -275,16 +370,21 @@
     c.formatPeriod.classList.toggle("bad", isDated && !!t.current_period && big(t.current_period.left) === 0n);
   }
 
+  // rate is the IDs a second since the last refresh, "idle" for none; a
+  // tag seen once has none yet.
   function rate(t, now) {
     const issued = big(t.issued);
     const p = prev.get(t.app_tag);
     prev.set(t.app_tag, { issued, at: now });
     if (!p || now <= p.at || issued < p.issued) return "–";
-    const r = Number(issued - p.issued) / ((now - p.at) / 1000);
-    return r < 10 ? r.toFixed(1) : nf.format(Math.round(r));
+    return fmtRate(Number(issued - p.issued) / ((now - p.at) / 1000));
   }
 
-  function renderTags(tags, now) {
+  // took is a fetch's duration: under 0.01 ms a local store's, not 0.
+  const msf = new Intl.NumberFormat("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const took = (ms) => ms < 0.01 ? "<" + NBSP + "0.01" + NBSP + "ms" : msf.format(ms) + NBSP + "ms";
+
+  function renderTags(tags, now, hist) {
     const body = document.querySelector("#tags tbody");
     const seen = new Set();
     for (const t of tags) {
@@ -295,24 +395,34 @@
         rows.set(t.app_tag, row);
       }
       const c = row.cells;
+      // No fetch yet on this instance (of a dated tag's current period):
+      // nothing buffered, no adaptive step, and max_id is the row's.
+      const fetched = !!t.last_fetch;
       renderFormat(c, t, now);
       c.curFill.style.width = pct(t.current_left, t.current_size);
       c.preFill.style.width = big(t.prefetched) > 0n ? "100%" : "0%";
       const pre = big(t.prefetched) > 0n ? group(t.prefetched) : t.fetching ? "fetching…" : "none";
-      setText(c.bufText, group(t.current_left) + " of " + group(t.current_size) + " · next " + pre);
-      c.bars.setAttribute("aria-label", "current segment " + group(t.current_left) + " of " +
-        group(t.current_size) + " IDs left; prefetched segment " + pre);
-      setText(c.step, group(t.step) + " / " + group(t.current_step));
-      setText(c.issued, group(t.issued));
-      setText(c.rate, rate(t, now));
-      setText(c.maxid, group(t.max_id));
-      setText(c.fetchWhen, t.last_fetch ? ago(now - Date.parse(t.last_fetch)) : "never");
-      const sub = (t.last_fetch ? "took " + t.last_fetch_ms.toFixed(2) + " ms" : "") +
+      const buffered = big(t.current_size) > 0n ? group(t.current_left) + " of " + group(t.current_size) + " · next " + pre :
+        fetched ? "nothing left · next " + pre : t.fetching ? "nothing yet · fetching…" : "nothing yet";
+      setText(c.bufText, buffered);
+      c.bars.setAttribute("aria-label", big(t.current_size) > 0n ? "current segment " + group(t.current_left) + " of " +
+        group(t.current_size) + " IDs left; prefetched segment " + pre : "nothing buffered");
+      setText(c.step, group(t.step) + " / " + count(t.current_step, "none yet"));
+      c.step.title = big(t.current_step) === 0n ? "the adaptive step starts at the first fetch" : "";
+      setText(c.issued, count(t.issued, "none yet"));
+      setText(c.rateNow, rate(t, now));
+      const refills = drawSpark(c.spark, t.history, hist);
+      setText(c.refills, refills === 0 ? "no refill" : refills === 1 ? "1 refill" : refills + " refills");
+      setText(c.maxMain, fetched ? group(t.max_id) : "not fetched here yet");
+      setText(c.maxSub, !fetched && big(t.max_id) > 0n ? "store: " + group(t.max_id) : "");
+      c.maxSub.hidden = c.maxSub.textContent === "";
+      setText(c.fetchWhen, fetched ? ago(now - Date.parse(t.last_fetch)) : "never");
+      const sub = (fetched ? "took " + took(t.last_fetch_ms) : "") +
         (t.fetch_failing ? " · failing" : t.fetching ? " · fetching…" : "");
       setText(c.fetchSub, sub);
       c.fetchSub.classList.toggle("bad", t.fetch_failing);
       row.tr.classList.toggle("failing", t.fetch_failing);
-      setText(c.waste, group(t.given_back) + " / " + group(t.wasted));
+      setText(c.waste, big(t.given_back) === 0n && big(t.wasted) === 0n ? "none" : group(t.given_back) + " / " + group(t.wasted));
     }
     for (const [tag, row] of rows) {
       if (!seen.has(tag)) {
@@ -338,12 +448,30 @@
       "enabled");
     setText($("sf-cluster"), l && l.held ? l.cluster : "–");
     setText($("sf-worker"), l && l.held ? l.worker_id + " (max " + l.max_worker_id + ")" : "–");
-    setText($("sf-expires"), l && l.held ? l.seconds_left.toFixed(1) + " s" : "–");
-    $("sf-expires").title = l && l.held ? "expires_at " + l.expires_at + " (store's clock)" : "";
-    setText($("sf-issued"), group(sf.issued));
-    setText($("sf-waited"), nf.format(sf.drift.waited));
-    setText($("sf-trylater"), nf.format(sf.drift.try_later));
-    setText($("sf-toolarge"), nf.format(sf.drift.too_large));
+    renderLease(l);
+    setText($("sf-issued"), count(sf.issued, "none yet"));
+    setText($("sf-waited"), sf.drift.waited ? nf.format(sf.drift.waited) : "none");
+    setText($("sf-trylater"), sf.drift.try_later ? nf.format(sf.drift.try_later) : "none");
+    setText($("sf-toolarge"), sf.drift.too_large ? nf.format(sf.drift.too_large) : "none");
+  }
+
+  // renderLease shows the time the lease is still held for as a bar,
+  // lease_ttl its full width: green while renewals come on time (every
+  // third of the TTL), amber once one is late (half the TTL left), red
+  // from a quarter.
+  function renderLease(l) {
+    const held = !!(l && l.held);
+    $("sf-lease").hidden = !held;
+    const ttl = held ? l.ttl_seconds : 0;
+    const left = held ? Math.max(0, Math.min(l.seconds_left, ttl)) : 0;
+    const share = ttl > 0 ? left / ttl : 0;
+    const level = share > 0.5 ? "ok" : share > 0.25 ? "warn" : "bad";
+    const secs = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(1)) + NBSP + "s";
+    $("sf-lease").className = "lease lease-" + level;
+    $("sf-lease-fill").style.width = (share * 100).toFixed(1) + "%";
+    setText($("sf-expires-text"), !held ? "–" : left === 0 ? "lapsed" : left.toFixed(1) + NBSP + "s of " + secs(ttl));
+    $("sf-lease").setAttribute("aria-label", held ? "lease held for " + left.toFixed(1) + " s more, of a " + secs(ttl) + " lease" : "");
+    $("sf-expires").title = held ? "expires_at " + l.expires_at + " (store's clock); lease_ttl " + ttl + " s" : "";
   }
 
   function login(ev) {
