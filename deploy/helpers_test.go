@@ -191,24 +191,33 @@ func (p *proc) logTail() string {
 	return string(b)
 }
 
-// waitUntil calls ready every interval until it reports true. It fails the
-// test, with the end of p's log, when p exits first ("<name> exited
-// (<err>)<whenExited>") or when within has passed ("<name> <notReady> after
-// <within>").
-func (p *proc) waitUntil(t *testing.T, within, interval time.Duration, whenExited, notReady string, ready func() bool) {
+// startServing starts a process that listens on ports free a moment
+// before (start picks them anew on each call) and waits until ready says
+// it serves. When the process exits first saying a port was taken in
+// between (tests of other packages dial and listen all the time), it
+// starts again, up to 5 times; any other exit, or within passing, fails t
+// with the end of its log.
+func startServing(t *testing.T, name string, within time.Duration, start func() (p *proc, ready func() bool)) *proc {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if p.exited() {
-			t.Fatalf("%s exited (%v)%s:\n%s", p.name, p.err, whenExited, p.logTail())
+	for attempt := 1; ; attempt++ {
+		p, ready := start()
+		deadline := time.Now().Add(within)
+		for !ready() {
+			if p.exited() {
+				if attempt < 5 && strings.Contains(strings.ToLower(p.logTail()), "address already in use") {
+					t.Logf("%s: a port was taken before it could listen; starting again on new ports", name)
+					break
+				}
+				t.Fatalf("%s exited (%v) before it served:\n%s", name, p.err, p.logTail())
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not serving after %s:\n%s", name, within, p.logTail())
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if ready() {
-			return
+		if !p.exited() {
+			return p
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s after %s:\n%s", p.name, notReady, within, p.logTail())
-		}
-		time.Sleep(interval)
 	}
 }
 

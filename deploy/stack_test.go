@@ -38,7 +38,10 @@ const adminToken = "deploy-test-admin-token"
 func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *instance {
 	t.Helper()
 	dir := subdir(t, tmp, name)
-	for attempt := 1; ; attempt++ {
+	var in *instance
+	attempt := 0
+	startServing(t, name, 45*time.Second, func() (*proc, func() bool) {
+		attempt++
 		addr, respAddr := freeAddr(t), freeAddr(t)
 		env := append(withoutEnv(os.Environ(), "IDALLOC_HTTP_ADDR", "IDALLOC_RESP_ADDR", "IDALLOC_DRIVER", "IDALLOC_DSN", "IDALLOC_ADMIN_TOKEN"),
 			"IDALLOC_HTTP_ADDR="+addr,
@@ -48,25 +51,13 @@ func startInstance(t *testing.T, g *procGroup, bin, root, tmp, name string) *ins
 			"IDALLOC_ADMIN_TOKEN="+adminToken,
 		)
 		p := g.start(t, fmt.Sprintf("%s-%d", name, attempt), dir, env, bin, "-config", filepath.Join(root, "config.json"))
-		in := &instance{name: name, addr: addr, respAddr: respAddr, proc: p}
-		deadline := time.Now().Add(45 * time.Second)
-		for {
-			if st, _, err := in.get("/health"); err == nil && st == http.StatusOK {
-				return in
-			}
-			if p.exited() {
-				if log := p.logTail(); attempt < 5 && strings.Contains(log, "address already in use") {
-					t.Logf("%s: a port was taken before it could listen; starting again on new ports", name)
-					break
-				}
-				t.Fatalf("%s exited (%v) before answering /health:\n%s", name, p.err, p.logTail())
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not healthy on %s after 45s:\n%s", name, addr, p.logTail())
-			}
-			time.Sleep(100 * time.Millisecond)
+		in = &instance{name: name, addr: addr, respAddr: respAddr, proc: p}
+		return p, func() bool {
+			st, _, err := in.get("/health")
+			return err == nil && st == http.StatusOK
 		}
-	}
+	})
+	return in
 }
 
 // get asks the instance directly, as an operator does: with the admin
@@ -123,20 +114,25 @@ scrape_configs:
 `, rules, scrapeAuthorization(t, dir), strings.Join(targets, ", "))
 	confPath := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, confPath, conf)
-	addr := freeAddr(t)
-	p := g.start(t, "prometheus", dir, os.Environ(), bin,
-		"--config.file="+confPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-	)
-	prom := &prometheus{base: "http://" + addr, proc: p}
-	p.waitUntil(t, 15*time.Second, 100*time.Millisecond, "", "not ready on "+addr, func() bool {
-		resp, err := client.Get(prom.base + "/-/ready")
-		if err != nil {
-			return false
+	prom := &prometheus{}
+	attempt := 0
+	prom.proc = startServing(t, "prometheus", 15*time.Second, func() (*proc, func() bool) {
+		attempt++
+		addr := freeAddr(t)
+		prom.base = "http://" + addr
+		p := g.start(t, fmt.Sprintf("prometheus-%d", attempt), dir, os.Environ(), bin,
+			"--config.file="+confPath,
+			"--storage.tsdb.path="+filepath.Join(dir, "data"),
+			"--web.listen-address="+addr,
+		)
+		return p, func() bool {
+			resp, err := client.Get(prom.base + "/-/ready")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
 	})
 	return prom
 }
@@ -214,33 +210,37 @@ func startNginx(t *testing.T, g *procGroup, n nginxHere, tmp string, inst []*ins
 	t.Helper()
 	dir := subdir(t, tmp, "nginx")
 	px := &nginxProxy{noStream: n.noStream}
-	addrs := nginxAddrs{
-		http:   [2]string{inst[0].addr, inst[1].addr},
-		resp:   [2]string{inst[0].respAddr, inst[1].respAddr},
-		listen: freeAddr(t),
-	}
-	if n.noStream == "" {
-		addrs.respListen = freeAddr(t)
-		px.respAddr = addrs.respListen
-	}
-	px.base = "http://" + addrs.listen
-	conf := nginxConfCopy(t, n, "nginx.conf", dir, addrs)
-	// One foreground process, no workers: SIGTERM to its PID stops it all.
-	px.proc = g.start(t, "nginx", dir, os.Environ(), n.bin, "-c", conf, "-e", filepath.Join(dir, "error.log"),
-		"-g", "daemon off; master_process off; pid "+filepath.Join(dir, "nginx.pid")+";")
-	for _, addr := range []string{addrs.listen, addrs.respListen} {
-		if addr == "" {
-			continue
+	attempt := 0
+	px.proc = startServing(t, "nginx", 10*time.Second, func() (*proc, func() bool) {
+		attempt++
+		addrs := nginxAddrs{
+			http:   [2]string{inst[0].addr, inst[1].addr},
+			resp:   [2]string{inst[0].respAddr, inst[1].respAddr},
+			listen: freeAddr(t),
 		}
-		px.proc.waitUntil(t, 10*time.Second, 50*time.Millisecond, "", "not listening on "+addr, func() bool {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err != nil {
-				return false
+		if n.noStream == "" {
+			addrs.respListen = freeAddr(t)
+			px.respAddr = addrs.respListen
+		}
+		px.base = "http://" + addrs.listen
+		conf := nginxConfCopy(t, n, "nginx.conf", dir, addrs)
+		// One foreground process, no workers: SIGTERM to its PID stops it all.
+		p := g.start(t, fmt.Sprintf("nginx-%d", attempt), dir, os.Environ(), n.bin, "-c", conf, "-e", filepath.Join(dir, "error.log"),
+			"-g", "daemon off; master_process off; pid "+filepath.Join(dir, "nginx.pid")+";")
+		return p, func() bool {
+			for _, addr := range []string{addrs.listen, addrs.respListen} {
+				if addr == "" {
+					continue
+				}
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					return false
+				}
+				c.Close()
 			}
-			c.Close()
 			return true
-		})
-	}
+		}
+	})
 	return px
 }
 
