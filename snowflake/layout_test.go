@@ -75,16 +75,7 @@ func TestComposeExactBits(t *testing.T) {
 			t.Errorf("bits %d: MaxWorkerID, MaxSequence = %d, %d, want %d, %d",
 				tt.workerBits, l.MaxWorkerID(), l.MaxSequence(), tt.maxWorker, tt.maxSequence)
 		}
-		unixMS := defaultEpochMS + tt.elapsedMS
-		got, err := l.Compose(unixMS, tt.worker, tt.seq)
-		if err != nil || got != tt.want {
-			t.Errorf("bits %d: Compose(%d, %#x, %#x) = %#x, %v, want %#x", tt.workerBits, unixMS, tt.worker, tt.seq, got, err, tt.want)
-			continue
-		}
-		want := Parts{ID: tt.want, Time: time.UnixMilli(unixMS).UTC(), TimestampMS: unixMS, WorkerID: tt.worker, Sequence: tt.seq}
-		if p, err := l.Decompose(got); err != nil || p != want {
-			t.Errorf("bits %d: Decompose(%#x) = %+v, %v, want %+v", tt.workerBits, got, p, err, want)
-		}
+		checkComposeRoundTrip(t, l, tt.workerBits, defaultEpochMS+tt.elapsedMS, tt.worker, tt.seq, tt.want)
 	}
 }
 
@@ -295,15 +286,21 @@ func TestJS53ComposeExactBits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		unixMS := defaultEpochMS + tt.elapsedMS
-		got, err := l.Compose(unixMS, tt.worker, tt.seq)
-		if err != nil || got != tt.want {
-			t.Errorf("bits %d: Compose(%d, %#x, %#x) = %#x, %v, want %#x", tt.workerBits, unixMS, tt.worker, tt.seq, got, err, tt.want)
-			continue
-		}
-		want := Parts{ID: tt.want, Time: time.UnixMilli(unixMS).UTC(), TimestampMS: unixMS, WorkerID: tt.worker, Sequence: tt.seq}
-		if p, err := l.Decompose(got); err != nil || p != want {
-			t.Errorf("bits %d: Decompose(%#x) = %+v, %v, want %+v", tt.workerBits, got, p, err, want)
-		}
+		checkComposeRoundTrip(t, l, tt.workerBits, defaultEpochMS+tt.elapsedMS, tt.worker, tt.seq, tt.want)
+	}
+}
+
+// checkComposeRoundTrip checks that l composes want from its parts and
+// decomposes want back into them.
+func checkComposeRoundTrip(t *testing.T, l Layout, workerBits int, unixMS, worker, seq, want int64) {
+	t.Helper()
+	got, err := l.Compose(unixMS, worker, seq)
+	if err != nil || got != want {
+		t.Errorf("bits %d: Compose(%d, %#x, %#x) = %#x, %v, want %#x", workerBits, unixMS, worker, seq, got, err, want)
+		return
+	}
+	parts := Parts{ID: want, Time: time.UnixMilli(unixMS).UTC(), TimestampMS: unixMS, WorkerID: worker, Sequence: seq}
+	if p, err := l.Decompose(got); err != nil || p != parts {
+		t.Errorf("bits %d: Decompose(%#x) = %+v, %v, want %+v", workerBits, got, p, err, parts)
 	}
 }
